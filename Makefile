@@ -1,0 +1,53 @@
+# flywheel: `make flywheel` runs one whole turn on a fresh machine; `make test` runs the tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export FLYWHEEL_HOME ?= $(CURDIR)/.flywheel
+export DAGSTER_HOME ?= $(FLYWHEEL_HOME)/dagster
+export TORCH_EXTENSIONS_DIR ?= $(FLYWHEEL_HOME)/torch_extensions
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MLFLOW_ENABLE_TELEMETRY ?= false
+export DO_NOT_TRACK ?= 1
+
+.PHONY: setup system-deps flywheel test test-gpu ui lint bench clean
+
+setup: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
+
+# CPU install path: torch pinned to the CPU build on local disk (constraints-cpu.txt).
+$(VENV)/.installed: pyproject.toml constraints-cpu.txt
+	@$(MAKE) --no-print-directory system-deps
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -c constraints-cpu.txt -e '.[dev]'
+	$(BIN)/pip install -q --no-build-isolation -c constraints-cpu.txt 'deepspeed>=0.15'
+	touch $@
+
+# The local sandbox needs bubblewrap; install it when missing and we may (root + apt).
+system-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null)); \
+	  else echo "warning: bubblewrap (bwrap) not found: install it for the local sandbox" >&2; fi; }
+
+$(DAGSTER_HOME)/dagster.yaml: dagster.yaml
+	mkdir -p $(DAGSTER_HOME)
+	cp dagster.yaml $@
+
+flywheel: setup
+	$(BIN)/flywheel turn
+
+test: setup
+	bash scripts/with_services.sh $(BIN)/python -m pytest -q
+
+test-gpu: setup
+	$(BIN)/python -m pytest -q -m gpu
+
+ui: setup
+	env --default-signal=INT,TERM $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+lint: setup
+	$(BIN)/ruff check flywheel assets resources tests benchmarks
+
+clean:
+	rm -rf .flywheel

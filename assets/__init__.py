@@ -1,0 +1,1 @@
+"""Thin Dagster assets, one module per flywheel stage; `assets.definitions.defs` assembles them."""

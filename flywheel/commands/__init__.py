@@ -1,0 +1,1 @@
+"""CLI subcommands. Each module: `register(subparsers)`; handlers return an exit code."""

@@ -1,0 +1,66 @@
+"""What an accelerator-using step needs, and what that becomes on each platform.
+
+One `GpuSpec` per asset becomes a Dagster concurrency pool name, dagster-k8s
+resource tags, and the torch device the step runs on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """`count` GPUs of at least `min_memory_gb` each, of `kind` (e.g. "nvidia-h100"; "" = any)."""
+
+    count: int = 1
+    min_memory_gb: float = 0.0
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        if self.count < 0:
+            raise ValueError(f"GpuSpec.count must be >= 0, got {self.count}")
+
+    @property
+    def pool(self) -> str:
+        """The Dagster concurrency pool: all steps of one GPU kind share it, so they never oversubscribe."""
+        return f"gpu-{self.kind or 'any'}"
+
+    def k8s_tags(self, cpu: str = "4", memory: str = "32Gi") -> dict[str, Any]:
+        """The `dagster-k8s/config` tag requesting these GPUs from Kubernetes."""
+        resources: dict[str, dict[str, str]] = {"requests": {"cpu": cpu, "memory": memory}, "limits": {}}
+        if self.count:
+            resources["requests"]["nvidia.com/gpu"] = str(self.count)
+            resources["limits"]["nvidia.com/gpu"] = str(self.count)
+        pod_spec: dict[str, Any] = {}
+        if self.kind:
+            pod_spec["node_selector"] = {"nvidia.com/gpu.product": self.kind}
+        return {
+            "dagster-k8s/config": {
+                "container_config": {"resources": resources},
+                "pod_spec_config": pod_spec,
+            }
+        }
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # torch missing or broken driver: CPU it is
+        return False
+
+
+def resolve_device(spec: GpuSpec | None, prefer: str = "auto") -> str:
+    """The torch device for a step: "cuda" when asked for GPUs and one exists, else "cpu"."""
+    if prefer not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, got {prefer!r}")
+    if prefer == "cpu" or spec is None or spec.count == 0:
+        return "cpu"
+    if cuda_available():
+        return "cuda"
+    if prefer == "cuda":
+        raise RuntimeError("device 'cuda' requested but torch sees no CUDA GPU")
+    return "cpu"

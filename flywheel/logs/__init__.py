@@ -1,0 +1,1 @@
+"""Task-log schema, ingest, redaction and quarantine."""

@@ -1,0 +1,63 @@
+"""The sandbox interface: run untrusted Python, get back a small result.
+
+Backends (`local` = bubblewrap namespaces, `docker`) implement `Sandbox`. What is
+contained and what is not is documented on each backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one execution. Defaults fit a unit-test run of a small function."""
+
+    wall_timeout_s: float = 10.0
+    cpu_time_s: float = 10.0
+    memory_mb: int = 512
+    max_processes: int = 32
+    max_open_files: int = 64
+    max_file_size_mb: int = 16
+    max_output_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What an execution produced. `killed_reason` says which limit ended it, if any."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    killed_reason: str | None = None
+    duration_s: float = 0.0
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "killed_reason": self.killed_reason,
+            "duration_s": self.duration_s,
+        }
+
+
+class SandboxInfraError(RuntimeError):
+    """The sandbox itself failed (could not start, engine down): safe to retry."""
+
+
+class Sandbox(Protocol):
+    def run(
+        self,
+        code: str,
+        files: dict[str, str | bytes] | None = None,
+        limits: Limits | None = None,
+        stdin: str = "",
+        collect: tuple[str, ...] = (),
+    ) -> ExecResult:
+        """Run `code` as `main.py` in a fresh work dir holding `files`; return `collect`ed files too."""
+        ...

@@ -1,0 +1,18 @@
+"""The whole Definitions load: a broken import anywhere in assets/ or resources/ fails here."""
+
+from __future__ import annotations
+
+
+def test_definitions_load():
+    from assets.definitions import STAGE_MODULES, build_definitions
+
+    defs = build_definitions()
+    assert "gpu" in defs.resources
+    assert STAGE_MODULES  # every stage module that exists was imported without error
+
+
+def test_cli_help_lists_commands(capsys):
+    from flywheel.cli import main
+
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
