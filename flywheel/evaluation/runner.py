@@ -1,0 +1,216 @@
+"""Run a policy on the held-out suites, score every sample with the verifiers, aggregate.
+
+The policy is any `Generator`: a callable taking tasks and returning `n_samples`
+rollouts per task (multi-step agent tasks already run to completion by the engine).
+`torch_generator()` wraps the torch rollout engine; tests may pass any other callable.
+Scoring always goes through the verifiers (`flywheel.verifiers.score`), never through
+a verdict the generator attached, so a candidate and its champion are judged alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from flywheel.evaluation.metrics import Estimate, bootstrap_ci, paired_difference, pass_at_k
+from flywheel.evaluation.suites import ContaminationReport, EvalConfig, contamination, eval_tasks
+from flywheel.rollout.types import Rollout
+from flywheel.tasks.base import Task
+from flywheel.verifiers.verdict import Verdict
+
+ScoreFn = Callable[[str, dict, str], Verdict]
+"""`score(domain, verifier_task, response) -> Verdict`, the verifiers' entry point."""
+
+
+class Generator(Protocol):
+    def __call__(self, tasks: Sequence[Task], config: EvalConfig) -> list[list[Rollout]]:
+        """`config.n_samples` rollouts for each task, in task order."""
+        ...
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """All samples of one task: pass/fail per sample and the per-sample costs, averaged."""
+
+    task_id: str
+    domain: str
+    passed: tuple[bool, ...]
+    steps: float
+    prompt_tokens: float
+    completion_tokens: float
+    latency_ms: float
+    cost_usd: float
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def pass1(self) -> float:
+        return sum(self.passed) / len(self.passed)
+
+    def pass_k(self, k: int) -> float:
+        return pass_at_k(len(self.passed), sum(self.passed), k)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id, "domain": self.domain, "passed": list(self.passed),
+            "steps": self.steps, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "latency_ms": self.latency_ms,
+            "cost_usd": self.cost_usd, "reasons": list(self.reasons),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TaskResult:
+        return cls(d["task_id"], d["domain"], tuple(d["passed"]), d["steps"], d["prompt_tokens"],
+                   d["completion_tokens"], d["latency_ms"], d["cost_usd"], tuple(d.get("reasons", ())))
+
+
+METRICS = ("pass@1", "steps", "tokens", "latency_ms", "cost_usd")
+
+
+@dataclass
+class EvalReport:
+    """One policy's evaluation: per-task results and, per domain and `overall`, each metric with its CI.
+
+    `overall` pools all tasks (micro average), so a domain with more tasks weighs more.
+    """
+
+    model: str
+    config: EvalConfig
+    tasks: list[TaskResult]
+    metrics: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    contamination: ContaminationReport | None = None
+    wall_s: float = 0.0
+
+    def pass_rates(self) -> dict[str, float]:
+        """pass@1 per domain and `overall`: the numbers `flywheel turn` prints as before/after."""
+        return {d: round(m["pass@1"].value, 4) for d, m in self.metrics.items()}
+
+    def scores(self, domain: str | None = None) -> dict[str, float]:
+        return {t.task_id: t.pass1 for t in self.tasks if domain in (None, t.domain)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "config": self.config.to_dict(),
+            "metrics": {d: {k: e.to_dict() for k, e in m.items()} for d, m in self.metrics.items()},
+            "pass_rates": self.pass_rates(),
+            "contamination": self.contamination.to_dict() if self.contamination else None,
+            "tasks": [t.to_dict() for t in self.tasks],
+            "wall_s": self.wall_s,
+        }
+
+
+def aggregate(results: Sequence[TaskResult], config: EvalConfig) -> dict[str, dict[str, Estimate]]:
+    """Each metric per domain and overall with a seeded bootstrap CI over tasks."""
+    out: dict[str, dict[str, Estimate]] = {}
+    groups: dict[str, list[TaskResult]] = {}
+    for r in results:
+        groups.setdefault(r.domain, []).append(r)
+    groups["overall"] = list(results)
+    for name, rs in groups.items():
+        cols = {
+            "pass@1": [r.pass1 for r in rs],
+            "steps": [r.steps for r in rs],
+            "tokens": [r.prompt_tokens + r.completion_tokens for r in rs],
+            "latency_ms": [r.latency_ms for r in rs],
+            "cost_usd": [r.cost_usd for r in rs],
+        }
+        for k in range(2, config.n_samples + 1):
+            cols[f"pass@{k}"] = [r.pass_k(k) for r in rs]
+        out[name] = {m: bootstrap_ci(v, n_boot=config.n_boot, alpha=config.alpha, seed=config.seed)
+                     for m, v in cols.items()}
+    return out
+
+
+def _default_score() -> ScoreFn:
+    from flywheel.verifiers import score  # V's entry point; imported late so evaluation loads without it
+
+    return score
+
+
+def score_rollouts(
+    tasks: Sequence[Task], rollouts: Sequence[Sequence[Rollout]], config: EvalConfig,
+    score: ScoreFn | None = None, batch_latency_ms: float | None = None,
+) -> list[TaskResult]:
+    """Verdicts for every sample, folded into one `TaskResult` per task."""
+    score = score or _default_score()
+    if len(rollouts) != len(tasks):
+        raise ValueError(f"generator returned {len(rollouts)} groups for {len(tasks)} tasks")
+    out = []
+    for task, group in zip(tasks, rollouts, strict=True):
+        vt = task.verifier_task()
+        verdicts = [score(task.domain, vt, r.text) for r in group]
+        pt = [len(r.prompt_ids) for r in group]
+        ct = [int(sum(r.loss_mask)) if r.loss_mask else len(r.token_ids) for r in group]
+        lat = [float(r.meta.get("latency_ms", batch_latency_ms or 0.0)) for r in group]
+        out.append(TaskResult(
+            task_id=task.task_id, domain=task.domain,
+            passed=tuple(bool(v.passed) for v in verdicts),
+            steps=float(np.mean([len(r.steps) for r in group])),
+            prompt_tokens=float(np.mean(pt)), completion_tokens=float(np.mean(ct)),
+            latency_ms=float(np.mean(lat)),
+            cost_usd=float(np.mean([config.cost_usd(p, c) for p, c in zip(pt, ct, strict=True)])),
+            reasons=tuple(v.reason for v in verdicts),
+        ))
+    return out
+
+
+def evaluate(
+    generate: Generator, config: EvalConfig | None = None, model: str = "policy",
+    train_prompts: Sequence[str] | None = None, score: ScoreFn | None = None,
+    tasks: Mapping[str, Sequence[Task]] | None = None,
+) -> EvalReport:
+    """Evaluate one policy on the held-out suites (or `tasks`), domain by domain.
+
+    `train_prompts`: the training pool's prompts; when given, the report carries the
+    contamination check against them (the `eval_report` asset check reads it).
+    """
+    config = config or EvalConfig()
+    task_sets = dict(tasks) if tasks is not None else eval_tasks(config)
+    t0 = time.perf_counter()
+    results: list[TaskResult] = []
+    for _domain, ts in task_sets.items():
+        if not ts:
+            continue
+        t = time.perf_counter()
+        groups = generate(list(ts), config)
+        per = (time.perf_counter() - t) * 1000 / max(1, len(ts) * config.n_samples)
+        results.extend(score_rollouts(ts, groups, config, score=score, batch_latency_ms=per))
+    report = EvalReport(model=model, config=config, tasks=results, metrics=aggregate(results, config))
+    if train_prompts is not None:
+        report.contamination = contamination(task_sets, train_prompts)
+    report.wall_s = time.perf_counter() - t0
+    return report
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate minus baseline pass@1 on the same tasks, per domain and overall, with paired CIs."""
+
+    candidate: str
+    baseline: str
+    diffs: dict[str, Estimate]
+    regressions: tuple[str, ...]
+    tolerance: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidate": self.candidate, "baseline": self.baseline,
+                "diffs": {d: e.to_dict() for d, e in self.diffs.items()},
+                "regressions": list(self.regressions), "tolerance": self.tolerance}
+
+
+def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = 0.05) -> Comparison:
+    """Paired pass@1 differences on the tasks both reports share; a domain regresses if it drops by > `tolerance`."""
+    cfg = candidate.config
+    diffs: dict[str, Estimate] = {}
+    domains = sorted({t.domain for t in candidate.tasks})
+    for d in [*domains, "overall"]:
+        cs, bs = candidate.scores(None if d == "overall" else d), baseline.scores(None if d == "overall" else d)
+        common = sorted(set(cs) & set(bs))
+        diffs[d] = paired_difference([cs[i] for i in common], [bs[i] for i in common],
+                                     n_boot=cfg.n_boot, alpha=cfg.alpha, seed=cfg.seed)
+    regressions = tuple(d for d in domains if diffs[d].n and diffs[d].value < -tolerance)
+    return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance)

@@ -1,0 +1,133 @@
+"""What an evaluation runs: its frozen config and the decontaminated held-out task sets.
+
+The held-out split is fixed by a hash of each prompt (`flywheel.tasks.suites`), so
+training can never draw an eval prompt; `contamination()` still checks the actual
+training pool of a turn, because mined production logs may contain anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from flywheel.tasks.base import Task
+from flywheel.tasks.suites import DOMAINS, heldout_suite
+
+DEFAULT_TASKS_PER_DOMAIN: Mapping[str, int] = MappingProxyType({"math": 12, "code": 6, "agent": 6})
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How one evaluation runs. Small defaults: a whole turn evaluates twice in minutes on 2 CPU cores."""
+
+    n_samples: int = field(default=2, metadata={"help": "samples per task; pass@k for every k <= n_samples"})
+    temperature: float = field(default=0.7, metadata={"help": "sampling temperature for pass@k samples"})
+    max_new_tokens: int = field(default=96, metadata={"help": "token budget per response (per step for agents)"})
+    max_steps: int = field(default=6, metadata={"help": "tool calls an agent task may take before it is cut off"})
+    seed: int = field(default=0, metadata={"help": "sampling and bootstrap seed"})
+    tasks_per_domain: Mapping[str, int] = field(
+        default_factory=lambda: dict(DEFAULT_TASKS_PER_DOMAIN), metadata={"help": "held-out tasks per domain"}
+    )
+    price_per_1k_prompt_tokens: float = field(default=0.0005, metadata={"help": "USD per 1000 prompt tokens"})
+    price_per_1k_completion_tokens: float = field(
+        default=0.0015, metadata={"help": "USD per 1000 completion tokens"}
+    )
+    n_boot: int = field(default=1000, metadata={"help": "bootstrap resamples per interval"})
+    alpha: float = field(default=0.05, metadata={"help": "1 - confidence level of every interval"})
+
+    def __post_init__(self) -> None:
+        if self.n_samples < 1:
+            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        unknown = set(self.tasks_per_domain) - set(DOMAINS)
+        if unknown:
+            raise ValueError(f"unknown domains {sorted(unknown)}; known: {DOMAINS}")
+        object.__setattr__(self, "tasks_per_domain", MappingProxyType(dict(self.tasks_per_domain)))
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        return tuple(d for d in DOMAINS if self.tasks_per_domain.get(d, 0) > 0)
+
+    def cost_usd(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return (prompt_tokens * self.price_per_1k_prompt_tokens + completion_tokens * self.price_per_1k_completion_tokens) / 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["tasks_per_domain"] = dict(self.tasks_per_domain)
+        return d
+
+    def to_params(self) -> dict[str, Any]:
+        """Flat MLflow params."""
+        d = self.to_dict()
+        tpd = d.pop("tasks_per_domain")
+        d.update({f"eval_tasks_{k}": v for k, v in tpd.items()})
+        return {k if k.startswith("eval_") else f"eval_{k}": v for k, v in d.items()}
+
+
+def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:
+    """The first `tasks_per_domain[d]` held-out tasks of each domain (deterministic, independent of seed)."""
+    return {d: heldout_suite(d)[: config.tasks_per_domain[d]] for d in config.domains}
+
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_prompt(prompt: str) -> str:
+    return _WS.sub(" ", prompt.strip().lower())
+
+
+def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
+    toks = normalize_prompt(text).split(" ")
+    return {tuple(toks[i : i + n]) for i in range(max(0, len(toks) - n + 1))}
+
+
+@dataclass(frozen=True)
+class ContaminationReport:
+    """Eval prompts that also occur in the training pool: exactly (after normalising) or by long n-gram overlap."""
+
+    n_eval: int
+    n_train: int
+    exact: tuple[str, ...]
+    near: tuple[str, ...]
+    ngram: int
+
+    @property
+    def clean(self) -> bool:
+        return not self.exact
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_eval": self.n_eval,
+            "n_train": self.n_train,
+            "exact_overlap": len(self.exact),
+            "near_overlap": len(self.near),
+            "overlapping_task_ids": list(self.exact)[:20],
+            "ngram": self.ngram,
+            "clean": self.clean,
+        }
+
+
+def contamination(
+    eval_set: Mapping[str, Iterable[Task]] | Iterable[Task],
+    train_prompts: Iterable[str],
+    ngram: int = 13,
+    near_threshold: float = 0.5,
+) -> ContaminationReport:
+    """Which eval tasks the training prompts contain; `near` = share of a task's `ngram`-grams seen in training."""
+    tasks = [t for ts in eval_set.values() for t in ts] if isinstance(eval_set, Mapping) else list(eval_set)
+    train = [p for p in train_prompts if p]
+    train_norm = {normalize_prompt(p) for p in train}
+    train_grams: set[tuple[str, ...]] = set()
+    for p in train:
+        train_grams |= _ngrams(p, ngram)
+    exact, near = [], []
+    for t in tasks:
+        if normalize_prompt(t.prompt) in train_norm:
+            exact.append(t.task_id)
+            continue
+        grams = _ngrams(t.prompt, ngram)
+        if grams and len(grams & train_grams) / len(grams) >= near_threshold:
+            near.append(t.task_id)
+    return ContaminationReport(len(tasks), len(train), tuple(exact), tuple(near), ngram)
