@@ -1,0 +1,199 @@
+"""Which tasks the next RL step trains on: domain mix, difficulty, and dynamic sampling.
+
+- Domains are mixed by configurable weights (a small share of the other domains keeps
+  them from being forgotten while one is pushed).
+- Within a domain, a task is drawn with a weight that peaks when its running pass rate
+  is near the target (50%: most GRPO signal) and falls off for always-solved and
+  never-solved tasks, floored so they are still revisited now and then.
+- Dynamic sampling (DAPO): a group whose rewards are all equal has zero advantage; it is
+  dropped before the update and the batch is refilled by oversampling new tasks.
+
+Running pass rates are an EMA per task; they seed from the warehouse's difficulty
+history (`pass_rates=`) and go back into checkpoints (`state_dict`), so a resumed run
+and a new base model start from what earlier runs found hard.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from flywheel.rollout.types import Rollout
+from flywheel.tasks.base import Task
+
+
+@dataclass
+class Group:
+    """The `group_size` rollouts of one task, with their rewards (verdicts already attached)."""
+
+    task: Task
+    rollouts: list[Rollout]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [float(r.verdict.reward) if r.verdict is not None else float("nan") for r in self.rollouts]
+
+    @property
+    def passes(self) -> list[bool]:
+        return [bool(r.verdict.passed) if r.verdict is not None else False for r in self.rollouts]
+
+    def has_signal(self) -> bool:
+        from flywheel.train.grpo import groups_with_signal
+
+        return groups_with_signal(self.rewards)
+
+
+@dataclass
+class BatchStats:
+    """What collecting one batch cost: groups generated, dropped for zero signal, rounds used."""
+
+    generated_groups: int = 0
+    dropped_groups: int = 0
+    rounds: int = 0
+    short_by: int = 0
+    per_round: list[int] = field(default_factory=list)
+
+    @property
+    def dropped_share(self) -> float:
+        return self.dropped_groups / self.generated_groups if self.generated_groups else 0.0
+
+
+class TaskScheduler:
+    """Samples tasks by domain weight and difficulty; tracks running pass rates."""
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        domain_weights: Mapping[str, float],
+        seed: int = 0,
+        pass_rates: Mapping[str, float] | None = None,
+        target: float = 0.5,
+        sharpness: float = 4.0,
+        min_weight: float = 0.05,
+        prior: float = 0.5,
+        momentum: float = 0.5,
+    ) -> None:
+        self.by_domain: dict[str, list[Task]] = {}
+        for t in tasks:
+            self.by_domain.setdefault(t.domain, []).append(t)
+        for d in self.by_domain:
+            self.by_domain[d].sort(key=lambda t: t.task_id)  # order-independent sampling
+        self.domain_weights = {
+            d: float(w) for d, w in sorted(domain_weights.items()) if w > 0 and self.by_domain.get(d)
+        }
+        if not self.domain_weights:
+            have = sorted(self.by_domain)
+            raise ValueError(f"no tasks for any weighted domain {dict(domain_weights)}; task pool has {have}")
+        self.seed = seed
+        self.target, self.sharpness, self.min_weight = target, sharpness, min_weight
+        self.prior, self.momentum = prior, momentum
+        self.pass_rates: dict[str, float] = dict(pass_rates or {})
+        self.attempts: dict[str, int] = {}
+
+    # --- difficulty ---------------------------------------------------------------
+    def pass_rate(self, task_id: str) -> float:
+        return self.pass_rates.get(task_id, self.prior)
+
+    def task_weight(self, task_id: str) -> float:
+        """exp(-sharpness * ((p - target) / 0.5)^2), floored: 1 at the target, small at 0 and 1."""
+        p = self.pass_rate(task_id)
+        w = math.exp(-self.sharpness * ((p - self.target) / 0.5) ** 2)
+        return max(self.min_weight, w)
+
+    def update(self, task_id: str, passes: Sequence[bool]) -> None:
+        """Fold one group's results into the task's running pass rate (EMA)."""
+        if not passes:
+            return
+        rate = sum(1 for p in passes if p) / len(passes)
+        if task_id in self.pass_rates:
+            rate = self.momentum * self.pass_rates[task_id] + (1 - self.momentum) * rate
+        self.pass_rates[task_id] = rate
+        self.attempts[task_id] = self.attempts.get(task_id, 0) + len(passes)
+
+    # --- sampling -----------------------------------------------------------------
+    def _rng(self, step: int, round_idx: int) -> random.Random:
+        # a string seed hashes the same on every machine and Python run
+        return random.Random(f"scheduler:{self.seed}:{step}:{round_idx}")
+
+    def sample(self, n: int, step: int, round_idx: int = 0, exclude: set[str] | None = None) -> list[Task]:
+        """`n` tasks for one step, distinct within the call, deterministic in (seed, step, round)."""
+        rng = self._rng(step, round_idx)
+        exclude = exclude or set()
+        # fractional domain shares: draw each slot's domain by weight (a 5% domain appears in ~5% of slots)
+        names = list(self.domain_weights)
+        weights = [self.domain_weights[d] for d in names]
+        slots = rng.choices(names, weights=weights, k=n)
+        out: list[Task] = []
+        chosen: set[str] = set(exclude)
+        for d in names:
+            k = slots.count(d)
+            pool = [t for t in self.by_domain[d] if t.task_id not in chosen]
+            out.extend(self._weighted_without_replacement(pool, k, rng))
+            chosen.update(t.task_id for t in out)
+        rng.shuffle(out)
+        return out
+
+    def _weighted_without_replacement(self, pool: list[Task], k: int, rng: random.Random) -> list[Task]:
+        """Efraimidis-Spirakis: key u^(1/w), take the k largest."""
+        if k <= 0 or not pool:
+            return []
+        keyed = [(rng.random() ** (1.0 / self.task_weight(t.task_id)), t) for t in pool]
+        keyed.sort(key=lambda kt: -kt[0])
+        picked = [t for _, t in keyed[:k]]
+        while len(picked) < k:  # pool smaller than k: repeat tasks rather than shrink the batch
+            picked.append(rng.choice(pool))
+        return picked
+
+    # --- dynamic sampling ----------------------------------------------------------
+    def collect(
+        self,
+        n_groups: int,
+        step: int,
+        rollout_fn: Callable[[list[Task]], list[Group]],
+        dynamic: bool = True,
+        max_refill_rounds: int = 3,
+    ) -> tuple[list[Group], BatchStats]:
+        """Generate groups until `n_groups` have signal (or the refill rounds run out).
+
+        Every generated group updates the pass rates, kept or not. Refill rounds oversample
+        by the observed keep rate so one extra round usually suffices.
+        """
+        kept: list[Group] = []
+        stats = BatchStats()
+        seen: set[str] = set()
+        keep_rate = 1.0
+        for round_idx in range(max_refill_rounds + 1 if dynamic else 1):
+            missing = n_groups - len(kept)
+            if missing <= 0:
+                break
+            ask = missing if round_idx == 0 else min(4 * missing, math.ceil(missing / max(keep_rate, 0.25)))
+            tasks = self.sample(ask, step, round_idx, exclude=seen)
+            if not tasks:
+                break
+            seen.update(t.task_id for t in tasks)
+            groups = rollout_fn(tasks)
+            stats.rounds += 1
+            stats.generated_groups += len(groups)
+            stats.per_round.append(len(groups))
+            n_signal = 0
+            for g in groups:
+                self.update(g.task.task_id, g.passes)
+                if not dynamic or g.has_signal():
+                    n_signal += 1
+                    if len(kept) < n_groups:
+                        kept.append(g)
+                else:
+                    stats.dropped_groups += 1
+            keep_rate = n_signal / len(groups) if groups else 0.0
+        stats.short_by = max(0, n_groups - len(kept))
+        return kept, stats
+
+    # --- persistence ---------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"pass_rates": dict(self.pass_rates), "attempts": dict(self.attempts), "seed": self.seed}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.pass_rates = dict(state.get("pass_rates", {}))
+        self.attempts = dict(state.get("attempts", {}))

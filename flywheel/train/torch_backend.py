@@ -1,0 +1,130 @@
+"""The default update backend: plain torch AdamW, LR schedule, gradient clipping.
+
+A backend owns the trainable model, its optimizer and LR scheduler; the trainer calls
+`forward` / `backward` per micro-batch and `step` once per update. The DeepSpeed backend
+has the same methods, so the RL loop never branches on the backend.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from flywheel.train.config import GRPOConfig
+
+
+class UpdateBackend(Protocol):
+    """What the trainer needs from a backend."""
+
+    device: torch.device
+
+    @property
+    def module(self) -> torch.nn.Module: ...
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor: ...
+
+    def backward(self, loss: torch.Tensor) -> None: ...
+
+    def step(self) -> float: ...
+
+    def lr(self) -> float: ...
+
+    def save(self, folder: Path) -> None: ...
+
+    def load(self, folder: Path) -> None: ...
+
+
+def lr_lambda(cfg: GRPOConfig):
+    """Linear warmup, then constant or cosine decay to 10% over `cfg.steps` updates."""
+
+    def f(step: int) -> float:
+        if cfg.warmup_steps and step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        if cfg.lr_schedule == "cosine" and cfg.steps > cfg.warmup_steps:
+            frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
+        return 1.0
+
+    return f
+
+
+def make_optimizer(model: torch.nn.Module, cfg: GRPOConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    # foreach=False: the single-tensor path gives bitwise-identical updates across resume
+    return torch.optim.AdamW(
+        params, lr=cfg.lr, betas=tuple(cfg.adam_betas), weight_decay=cfg.weight_decay, eps=1e-8, foreach=False
+    )
+
+
+def logits_of(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+    return out.logits if hasattr(out, "logits") else out[0]
+
+
+class TorchBackend:
+    """Single-process torch training on CPU or one GPU."""
+
+    name = "torch"
+
+    def __init__(self, model: torch.nn.Module, cfg: GRPOConfig, device: str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
+        self.model.train()
+        self.cfg = cfg
+        self.optimizer = make_optimizer(self.model, cfg)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return logits_of(self.model, input_ids, attention_mask)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        loss.backward()
+
+    def step(self) -> float:
+        """Clip, apply, advance the LR schedule, zero grads; returns the pre-clip grad norm."""
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if self.cfg.max_grad_norm > 0:
+            norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm, foreach=False)
+        else:
+            grads = [p.grad.norm() for p in params if p.grad is not None]
+            norm = torch.norm(torch.stack(grads)) if grads else torch.tensor(0.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(norm)
+
+    def lr(self) -> float:
+        return float(self.scheduler.get_last_lr()[0])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "lr_scheduler": self.scheduler.state_dict(),
+        }
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(self.state_dict(), folder / "backend.pt")
+
+    def load(self, folder: Path) -> None:
+        state = torch.load(folder / "backend.pt", map_location=self.device, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["lr_scheduler"])
+
+
+def make_backend(model: torch.nn.Module, cfg: GRPOConfig, device: str) -> UpdateBackend:
+    """The backend `cfg.backend` names, owning `model`."""
+    if cfg.backend == "deepspeed":
+        from flywheel.train.deepspeed_backend import DeepSpeedBackend
+
+        return DeepSpeedBackend(model, cfg, device)
+    return TorchBackend(model, cfg, device)
