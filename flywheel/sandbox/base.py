@@ -21,6 +21,8 @@ class Limits:
     max_open_files: int = 64
     max_file_size_mb: int = 16
     max_output_bytes: int = 1_000_000
+    max_disk_mb: int = 64
+    """Size of each private tmpfs (`/work`, `/tmp`): bounds what the code can write in total."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class ExecResult:
     killed_reason: str | None = None
     duration_s: float = 0.0
     files: dict[str, bytes] = field(default_factory=dict)
+    truncated: bool = False
+    """Captured output hit `max_output_bytes` and was cut (stderr ends with a note saying so)."""
 
     def to_dict(self) -> dict:
         return {
@@ -43,6 +47,7 @@ class ExecResult:
             "timed_out": self.timed_out,
             "killed_reason": self.killed_reason,
             "duration_s": self.duration_s,
+            "truncated": self.truncated,
         }
 
 

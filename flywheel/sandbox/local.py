@@ -1,0 +1,293 @@
+"""The `local` backend: every execution in fresh Linux namespaces, limited by rlimits and tmpfs sizes.
+
+How (details in `_isolate.py`, the trusted half that runs under the host's system Python):
+each execution gets a new mount, PID, network, IPC, UTS and cgroup namespace; a root built on a
+fresh tmpfs with `/usr` read-only, a private writable `/work` (the request's files, `main.py`
+included) and `/tmp`, a minimal `/dev` and `/etc`; the host's filesystem is detached
+(`pivot_root`), so `/root`, `/home`, `/etc/shadow`, the repo and every other host path do not exist
+inside. The network namespace has only a downed loopback: no TCP, not even to 127.0.0.1, no DNS.
+The code runs as a fresh unprivileged uid (unique per execution, so `RLIMIT_NPROC` bites) with
+no_new_privs, an empty environment (PATH/HOME/LANG only) and rlimits on CPU time, address space,
+processes, open files and file size; the monitor enforces the wall clock and the output cap, and
+killing the payload (PID 1 of its namespace) kills every process it started.
+
+What this does NOT protect against: kernel exploits (the code shares the host kernel; there is no
+seccomp filter), CPU cache/timing side channels, exhaustion of host-wide resources that rlimits do
+not cover (e.g. page cache pressure, kernel memory), reading world-readable files under `/usr`,
+and a payload that uses its CPU/memory allowance fully. `memory_mb` is an address-space limit
+(RLIMIT_AS), not a resident-memory cgroup limit. For hostile multi-tenant use run the `docker`
+backend on a dedicated host or a VM.
+
+Needs root (CI and the embedded default run as root); `python` is the interpreter that runs both
+the trusted half and the untrusted code (default `/usr/bin/python3`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from flywheel.sandbox.base import ExecResult, Limits, SandboxInfraError
+
+ISOLATE = Path(__file__).with_name("_isolate.py")
+
+
+def default_python() -> str:
+    """The interpreter used inside the sandbox: the host's system Python if present (fast start, no shim)."""
+    for cand in (os.environ.get("FLYWHEEL_SANDBOX_PYTHON"), "/usr/bin/python3", "/usr/local/bin/python3"):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return os.path.realpath(sys.executable)
+
+
+def available() -> tuple[bool, str]:
+    """Whether the local backend can run here, and why not."""
+    if os.geteuid() != 0:
+        return False, "the local sandbox needs root to create namespaces and drop to a fresh uid"
+    if not hasattr(os, "pidfd_open"):
+        return False, "needs Linux >= 5.3 (pidfd_open)"
+    return True, ""
+
+
+def _request(code: str, files, limits: Limits, stdin, collect, argv, env) -> dict:
+    return {
+        "code": code,
+        "files": {str(k): (v.encode() if isinstance(v, str) else bytes(v)) for k, v in (files or {}).items()},
+        "limits": asdict(limits),
+        "stdin": stdin.encode() if isinstance(stdin, str) else bytes(stdin or b""),
+        "collect": [str(c) for c in collect],
+        "argv": [str(a) for a in argv],
+        "env": {str(k): str(v) for k, v in (env or {}).items()},
+    }
+
+
+def _result(res: dict) -> ExecResult:
+    if "infra_error" in res:
+        raise SandboxInfraError(res["infra_error"])
+    def dec(b):
+        return (b.decode("utf-8", errors="replace"))
+    return ExecResult(
+        exit_code=int(res["exit_code"]),
+        stdout=dec(res["stdout"]),
+        stderr=dec(res["stderr"]),
+        timed_out=bool(res["timed_out"]),
+        killed_reason=res["killed_reason"],
+        duration_s=float(res.get("duration_s", 0.0)),
+        files=dict(res.get("files") or {}),
+        truncated=bool(res.get("truncated", False)),
+    )
+
+
+class ForkServer:
+    """A long-lived zygote (`_isolate.py serve`): forks one monitor per execution; thread-safe.
+
+    The zygote has pre-imported the common stdlib, so an execution costs a few forks and mounts,
+    not an interpreter start. It holds no request data (each request goes straight to the forked
+    monitor over its own socket). If it dies, `run` raises `SandboxInfraError` and the next call
+    starts a new one.
+    """
+
+    def __init__(self, python: str | None = None):
+        self.python = python or default_python()
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._ctl: socket.socket | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            self._start_locked()
+
+    def _start_locked(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self._close_locked()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, "-I", "-S", "-B", str(ISOLATE), "serve"],
+                stdin=theirs, stdout=subprocess.DEVNULL, stderr=None, env={}, cwd="/", close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as e:
+            ours.close()
+            raise SandboxInfraError(f"cannot start the sandbox fork server: {e}") from e
+        finally:
+            theirs.close()
+        ours.settimeout(30)
+        try:
+            ready = ours.recv(1)
+        except OSError as e:
+            ready = b""
+            err = e
+        else:
+            err = None
+        if ready != b"R":
+            self._proc.kill()
+            self._proc.wait()
+            ours.close()
+            self._proc = None
+            raise SandboxInfraError(f"sandbox fork server did not start ({err or 'no ready byte'})")
+        ours.settimeout(None)
+        self._ctl = ours
+
+    def _close_locked(self) -> None:
+        if self._ctl is not None:
+            self._ctl.close()
+            self._ctl = None
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_locked()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def execute(self, req: dict, timeout: float) -> dict:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self._lock:
+                self._start_locked()
+                try:
+                    socket.send_fds(self._ctl, [b"F"], [theirs.fileno()])
+                except OSError as e:
+                    self._close_locked()
+                    raise SandboxInfraError(f"sandbox fork server is gone: {e}") from e
+            theirs.close()
+            return _exchange(mine, req, timeout)
+        finally:
+            theirs.close()
+            mine.close()
+
+
+def _exchange(sock: socket.socket, req: dict, timeout: float) -> dict:
+    """Send one request frame, read one result frame, within `timeout` seconds."""
+    sock.settimeout(timeout)
+    try:
+        fd = sock.fileno()
+        os.set_blocking(fd, True)
+        sock.settimeout(None)
+        _write_with_timeout(sock, req, timeout)
+        sock.settimeout(timeout)
+        head = _recv_exact(sock, 8)
+        n = int.from_bytes(head, "big")
+        import marshal
+
+        return marshal.loads(_recv_exact(sock, n))
+    except (OSError, EOFError, ValueError) as e:
+        raise SandboxInfraError(f"sandbox monitor failed: {type(e).__name__}: {e}") from e
+
+
+def _write_with_timeout(sock: socket.socket, req: dict, timeout: float) -> None:
+    import marshal
+
+    data = marshal.dumps(req, 4)
+    sock.settimeout(timeout)
+    sock.sendall(len(data).to_bytes(8, "big") + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        b = sock.recv(min(n - len(buf), 1 << 20))
+        if not b:
+            raise EOFError("sandbox monitor closed the channel early")
+        buf += b
+    return bytes(buf)
+
+
+class LocalSandbox:
+    """Namespaced local execution (see the module docstring for what is and is not contained).
+
+    `warm=False` (default): each `run` starts a fresh trusted interpreter (`_isolate.py once`),
+    ~15-25 ms. `warm=True`: runs go through a shared `ForkServer` (a few ms each); this is what
+    `SandboxPool` uses. Isolation is identical: the same code builds the namespaces either way.
+    """
+
+    name = "local"
+
+    def __init__(self, limits: Limits | None = None, python: str | None = None, warm: bool = False):
+        self.limits = limits or Limits()
+        self.python = python or default_python()
+        self.warm = warm
+        self._server: ForkServer | None = ForkServer(self.python) if warm else None
+
+    def run(
+        self,
+        code: str,
+        files: dict[str, str | bytes] | None = None,
+        limits: Limits | None = None,
+        stdin: str = "",
+        collect: tuple[str, ...] = (),
+        *,
+        argv: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run `code` as `/work/main.py` with `files` beside it; `collect` names files to bring back.
+
+        `argv` becomes `sys.argv[1:]`; `env` adds variables to the (otherwise empty) environment.
+        Raises `SandboxInfraError` only when the sandbox itself failed; the code's own failure is a
+        result (non-zero `exit_code`, `killed_reason`).
+        """
+        ok, why = available()
+        if not ok:
+            raise SandboxInfraError(why)
+        lim = limits or self.limits
+        req = _request(code, files, lim, stdin, collect, argv, env)
+        timeout = float(lim.wall_timeout_s) + 30.0
+        if self._server is not None:
+            return _result(self._server.execute(req, timeout))
+        return _result(self._run_once(req, timeout))
+
+    def _run_once(self, req: dict, timeout: float) -> dict:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            proc = subprocess.Popen(
+                [self.python, "-I", "-S", "-B", str(ISOLATE), "once"],
+                stdin=theirs, stdout=theirs, stderr=None, env={}, cwd="/", close_fds=True,
+                start_new_session=True,
+            )
+        except OSError as e:
+            mine.close()
+            theirs.close()
+            raise SandboxInfraError(f"cannot start the sandbox: {e}") from e
+        theirs.close()
+        try:
+            return _exchange(mine, req, timeout)
+        finally:
+            mine.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def warmup(self) -> None:
+        if self._server is not None:
+            self._server.start()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def describe(self) -> dict:
+        """For reproducibility manifests: backend, interpreter and its version."""
+        out = subprocess.run([self.python, "-c", "import sys; print(sys.version.split()[0])"],
+                             capture_output=True, text=True, env={})
+        return {"backend": "local", "python": self.python, "python_version": out.stdout.strip(),
+                "kernel": os.uname().release}
