@@ -1,0 +1,284 @@
+"""The MLflow model registry as the flywheel's source of truth for what is deployed.
+
+Every candidate policy becomes a version of one registered model, with its lineage
+as tags. The `champion` alias marks what production serves; it moves only through
+the promotion gate (`promote_if_better`) or `rollback`. The sequence of champions is
+kept as a JSON list in the registered model's `flywheel.champion_history` tag, so a
+rollback knows where to go back to.
+
+The registration run logs a `MODEL_PATH` pointer and the serving manifest (weights
+too when asked), and the version's source is that run's artifact folder, so the same
+code works against a local SQLite store and a remote `mlflow server` (which refuses
+bare local paths as sources). The weights' path is the `flywheel.model_path` tag.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flywheel.evaluation.runner import Comparison
+
+DEFAULT_MODEL_NAME = "flywheel-policy"
+CHAMPION = "champion"
+HISTORY_TAG = "flywheel.champion_history"
+EVENTS_TAG = "flywheel.champion_events"
+REGISTRY_EXPERIMENT = "flywheel-registry"
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """One registered version: `name:version` is the model id production logs carry."""
+
+    name: str
+    version: str
+    model_path: str
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def uri(self) -> str:
+        return f"{self.name}:{self.version}"
+
+    @property
+    def base_model(self) -> str:
+        return self.tags.get("flywheel.base_model", "")
+
+    @property
+    def is_base(self) -> bool:
+        return self.tags.get("flywheel.role") == "base"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The promotion gate: beat the champion overall by more than `margin` (pass@1), drop no domain by more than `tolerance`."""
+
+    margin: float = field(default=0.0, metadata={"help": "overall pass@1 gain needed (strictly more than this)"})
+    tolerance: float = field(default=0.05, metadata={"help": "largest per-domain pass@1 drop allowed"})
+    require_significant: bool = field(
+        default=False, metadata={"help": "also require the overall gain's CI lower bound > 0"}
+    )
+
+
+@dataclass(frozen=True)
+class PromotionDecision:
+    """What the gate decided and why, in one sentence a person can act on."""
+
+    promoted: bool
+    reason: str
+    candidate: str
+    champion_before: str | None
+    champion_after: str | None
+    overall_diff: float | None = None
+    regressions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["regressions"] = list(self.regressions)
+        return d
+
+
+def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
+    """The gate as a pure function of a comparison: (promote?, reason)."""
+    if comparison is None:
+        return True, "no champion yet: the first candidate becomes champion"
+    overall = comparison.diffs["overall"]
+    if comparison.regressions:
+        worst = min(comparison.regressions, key=lambda d: comparison.diffs[d].value)
+        e = comparison.diffs[worst]
+        return False, (f"kept {comparison.baseline}: {worst} regressed by {-e.value:.3f} pass@1 "
+                       f"(tolerance {comparison.tolerance:.3f}; domains regressed: {', '.join(comparison.regressions)})")
+    if not overall.n:
+        return False, f"kept {comparison.baseline}: no shared tasks to compare on"
+    if overall.value <= gate.margin:
+        return False, (f"kept {comparison.baseline}: overall pass@1 change {overall.value:+.3f} "
+                       f"[{overall.lo:+.3f}, {overall.hi:+.3f}] does not beat the margin {gate.margin:.3f}")
+    if gate.require_significant and overall.lo <= 0:
+        return False, (f"kept {comparison.baseline}: overall gain {overall.value:+.3f} is not significant "
+                       f"(CI lower bound {overall.lo:+.3f} <= 0)")
+    return True, (f"promoted {comparison.candidate}: overall pass@1 {overall.value:+.3f} "
+                  f"[{overall.lo:+.3f}, {overall.hi:+.3f}] > margin {gate.margin:.3f}, no domain regressed "
+                  f"beyond {comparison.tolerance:.3f}")
+
+
+class Registry:
+    """A registered model in an MLflow registry (SQLite file or server), with the champion alias."""
+
+    def __init__(self, tracking_uri: str, name: str = DEFAULT_MODEL_NAME, artifact_location: str | None = None):
+        from mlflow import MlflowClient
+
+        self.tracking_uri = tracking_uri
+        self.name = name
+        self.artifact_location = artifact_location
+        self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+        self._ensure_model()
+
+    def _ensure_model(self) -> None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.get_registered_model(self.name)
+        except MlflowException:
+            try:
+                self.client.create_registered_model(
+                    self.name, description="Policies trained by the flywheel; alias `champion` = what production serves.")
+            except MlflowException:  # created concurrently
+                self.client.get_registered_model(self.name)
+
+    def _experiment_id(self) -> str:
+        exp = self.client.get_experiment_by_name(REGISTRY_EXPERIMENT)
+        if exp:
+            return exp.experiment_id
+        return self.client.create_experiment(REGISTRY_EXPERIMENT, artifact_location=self.artifact_location)
+
+    # ---- versions -----------------------------------------------------------------
+    def register(
+        self, model_path: str | Path, lineage: Mapping[str, Any] | None = None,
+        serving: Mapping[str, Any] | None = None, log_weights: bool = False, role: str = "candidate",
+    ) -> ModelRef:
+        """A new version for the policy at `model_path`, its lineage as `flywheel.*` tags.
+
+        `lineage` keys: base_model, log_partitions, training_run_id, eval_run_id, ... (values
+        stringified; lists as JSON). `serving`: the vLLM manifest, logged as an artifact.
+        """
+        model_path = str(Path(model_path).resolve()) if Path(str(model_path)).exists() else str(model_path)
+        tags = {"flywheel.role": role, "flywheel.model_path": model_path}
+        for k, v in (lineage or {}).items():
+            if v is None:
+                continue
+            tags[f"flywheel.{k}"] = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+        run = self.client.create_run(self._experiment_id(), run_name=f"register-{Path(model_path).name}",
+                                     tags={"flywheel.kind": "registration", **tags})
+        run_id = run.info.run_id
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp) / "model"
+            d.mkdir()
+            (d / "MODEL_PATH").write_text(model_path + "\n")
+            (d / "lineage.json").write_text(json.dumps(tags, indent=1, sort_keys=True))
+            if serving is not None:
+                (d / "serving.json").write_text(json.dumps(serving, indent=2))
+            self.client.log_artifacts(run_id, str(d), artifact_path="model")
+            if log_weights and Path(model_path).is_dir():
+                self.client.log_artifacts(run_id, model_path, artifact_path="model/weights")
+        self.client.set_terminated(run_id)
+        mv = self.client.create_model_version(
+            self.name, source=f"runs:/{run_id}/model", run_id=run_id, tags=tags,
+            description=f"{role} from {tags.get('flywheel.base_model', '?')}")
+        self._wait_ready(mv.version)
+        return ModelRef(self.name, str(mv.version), model_path, dict(tags))
+
+    def _wait_ready(self, version: str, timeout_s: float = 30.0) -> None:
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if self.client.get_model_version(self.name, version).status == "READY":
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"model version {self.name}:{version} not READY after {timeout_s}s")
+
+    def get(self, version: str | int) -> ModelRef:
+        mv = self.client.get_model_version(self.name, str(version))
+        return ModelRef(self.name, str(mv.version), mv.tags.get("flywheel.model_path", ""), dict(mv.tags))
+
+    def set_tags(self, version: str | int, tags: Mapping[str, Any]) -> None:
+        for k, v in tags.items():
+            self.client.set_model_version_tag(self.name, str(version), k, v if isinstance(v, str) else json.dumps(v))
+
+    def versions(self) -> list[ModelRef]:
+        mvs = self.client.search_model_versions(f"name='{self.name}'")
+        return sorted((self.get(m.version) for m in mvs), key=lambda r: int(r.version))
+
+    # ---- champion alias -------------------------------------------------------------
+    def champion(self) -> ModelRef | None:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            mv = self.client.get_model_version_by_alias(self.name, CHAMPION)
+        except MlflowException:
+            return None
+        return self.get(mv.version)
+
+    def history(self) -> list[str]:
+        tags = self.client.get_registered_model(self.name).tags
+        return json.loads(tags.get(HISTORY_TAG, "[]"))
+
+    def _record(self, history: list[str], action: str, version: str, reason: str) -> None:
+        self.client.set_registered_model_tag(self.name, HISTORY_TAG, json.dumps(history[-200:]))
+        events = json.loads(self.client.get_registered_model(self.name).tags.get(EVENTS_TAG, "[]"))
+        events.append({"action": action, "version": version, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "reason": reason[:200]})
+        self.client.set_registered_model_tag(self.name, EVENTS_TAG, json.dumps(events[-20:]))
+
+    def set_champion(self, version: str | int, reason: str = "", action: str = "promote") -> None:
+        version = str(version)
+        self.client.set_registered_model_alias(self.name, CHAMPION, version)
+        self._record([*self.history(), version], action, version, reason)
+
+    def ensure_champion(self, base_model_path: str | Path, base_model: str,
+                        serving: Mapping[str, Any] | None = None) -> ModelRef:
+        """The current champion; with none yet, the base model is registered and becomes the implicit champion."""
+        champ = self.champion()
+        if champ is not None:
+            return champ
+        ref = self.register(base_model_path, {"base_model": base_model}, serving=serving, role="base")
+        self.set_champion(ref.version, reason=f"base model {base_model} is the implicit first champion",
+                          action="init")
+        return ref
+
+
+def promote_if_better(
+    registry: Registry, candidate: ModelRef, comparison: Comparison | None, gate: GateConfig | None = None,
+) -> PromotionDecision:
+    """Move `champion` to `candidate` if the gate passes; record the decision on the candidate either way."""
+    gate = gate or GateConfig()
+    before = registry.champion()
+    promote, reason = decide(comparison, gate)
+    if promote:
+        registry.set_champion(candidate.version, reason=reason)
+    registry.set_tags(candidate.version, {"flywheel.promoted": str(promote).lower(), "flywheel.gate_reason": reason[:4000],
+                                          "flywheel.gate": json.dumps(asdict(gate))})
+    after = registry.champion()
+    overall = comparison.diffs["overall"].value if comparison else None
+    return PromotionDecision(promote, reason, candidate.uri, before.uri if before else None,
+                             after.uri if after else None, overall,
+                             comparison.regressions if comparison else ())
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    from_version: str | None
+    to_version: str
+    history: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rollback(registry: Registry, to_version: str | int | None = None) -> RollbackResult:
+    """Move `champion` back to the previous champion (or to `to_version`), keeping the history consistent.
+
+    Without `to_version` the current champion is popped off the history. With it, the
+    history is cut back to that version's last appearance (or the version is appended,
+    if it never was champion).
+    """
+    current = registry.champion()
+    hist = registry.history()
+    if to_version is None:
+        if len(hist) < 2:
+            raise ValueError(f"no previous champion to roll back to (history: {hist})")
+        hist = hist[:-1]
+        target = hist[-1]
+    else:
+        target = str(to_version)
+        registry.get(target)  # raises if the version does not exist
+        if target in hist:
+            hist = hist[: len(hist) - hist[::-1].index(target)]
+        else:
+            hist = [*hist, target]
+    registry.client.set_registered_model_alias(registry.name, CHAMPION, target)
+    reason = f"rollback from {current.version if current else None} to {target}"
+    registry._record(hist, "rollback", target, reason)
+    return RollbackResult(current.version if current else None, target, hist)

@@ -1,0 +1,80 @@
+"""The registry against a real `mlflow server` on 127.0.0.1: register, gate, promote, refuse, roll back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from flywheel.evaluation.runner import compare
+from flywheel.registry.mlflow_registry import GateConfig, Registry, promote_if_better, rollback
+from tests.test_registry import BASE, BETTER, REGRESSED
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    port = _free_port()
+    mlflow_bin = Path(sys.executable).with_name("mlflow")
+    log = open(tmp_path / "server.log", "w")
+    env = {**os.environ, "MLFLOW_ENABLE_TELEMETRY": "false", "DO_NOT_TRACK": "1"}
+    proc = subprocess.Popen(
+        [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+         "--artifacts-destination", (tmp_path / "artifacts").as_uri()],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush()
+                pytest.fail(f"mlflow server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group: its gunicorn/uvicorn workers too
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        log.close()
+
+
+def test_gate_and_rollback_against_mlflow_server(mlflow_server, tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    reg = Registry(mlflow_server)
+    base = reg.ensure_champion(tmp_path, "tiny-v1")
+    cand = reg.register(tmp_path, {"base_model": "tiny-v1", "training_run_id": "r1"})
+    assert promote_if_better(reg, cand, compare(BETTER, BASE), GateConfig()).promoted
+    worse = reg.register(tmp_path, {"base_model": "tiny-v1"})
+    refused = promote_if_better(reg, worse, compare(REGRESSED, BETTER), GateConfig())
+    assert not refused.promoted and "regressed" in refused.reason
+    assert reg.champion().version == cand.version
+    # a second client sees the same state: it lives in the server, not in this process
+    assert Registry(mlflow_server).champion().uri == cand.uri
+    back = rollback(reg)
+    assert back.to_version == base.version and Registry(mlflow_server).champion().is_base
+    arts = [f.path for f in reg.client.list_artifacts(reg.client.get_model_version(reg.name, cand.version).run_id,
+                                                       "model")]
+    assert "model/MODEL_PATH" in arts
