@@ -1,0 +1,622 @@
+"""Ingest task logs (JSONL or Parquet, local or any pyarrow filesystem) into the warehouse.
+
+The contract, every call:
+
+    lines_read == ingested + quarantined + duplicates
+
+- Input is streamed: JSONL in byte chunks (`jsonl_chunk_bytes`), Parquet in record batches
+  (`parquet_batch_rows`), so memory stays flat however large the logs grow.
+- Validation, canonicalization, hashing, redaction and dedupe run as DuckDB SQL over each whole
+  batch (vectorized); Python only touches the rare rows that need a precise message (invalid
+  JSON, invalid UTF-8) or a JSON-safe redaction.
+- A bad line never stops the file: it goes to `quarantine` with its file, 1-based line (or
+  Parquet row) number, a reason a person can act on and the raw text (truncated).
+- Records are keyed by `id`, or by an md5 content hash of the canonical record when `id` is
+  missing; a record whose key is already in `task_logs` (from any earlier run, or earlier in
+  this one) counts as a duplicate and is not inserted again. Quarantine rows are keyed by
+  (file, line, kind), so re-ingesting the same files adds nothing anywhere.
+- Blank lines are not records: they are skipped and not counted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from flywheel.logs import redact as R
+from flywheel.logs.schema import REQUIRED_FIELDS, TASK_LOG_SCHEMA
+from flywheel.warehouse import connect, ensure_tables
+
+FIELDS: tuple[str, ...] = tuple(TASK_LOG_SCHEMA.names[:-1])  # all but `extra`
+STRING_FIELDS = ("task_id", "domain", "model")
+JSON_FIELDS = {"messages": "ARRAY", "outcome": "OBJECT", "reference": None}  # required JSON type
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_TEXT_COLS = ("messages", "outcome", "reference", "extra")
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Knobs of one ingest call; the defaults suit production logs."""
+
+    max_field_bytes: int = field(default=1 << 20, metadata={"help": "a field larger than this is quarantined"})
+    max_line_bytes: int = field(default=16 << 20, metadata={"help": "a line larger than this is quarantined unparsed"})
+    raw_preview_chars: int = field(default=2000, metadata={"help": "raw text kept per quarantined line"})
+    parquet_batch_rows: int = field(default=262_144, metadata={"help": "rows per Parquet batch"})
+    jsonl_chunk_bytes: int = field(default=16 << 20, metadata={"help": "bytes per JSONL chunk"})
+    redact: bool = field(default=True, metadata={"help": "replace secrets and personal data"})
+
+
+@dataclass
+class IngestReport:
+    """What one ingest call did. `lines_read == ingested + quarantined + duplicates`."""
+
+    lines_read: int = 0
+    ingested: int = 0
+    quarantined: int = 0
+    duplicates: int = 0
+    redactions: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    redactions_by_kind: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+    seconds: float = 0.0
+    run_id: str = ""
+    source: str = ""
+    log_date: str | None = None
+
+    @property
+    def quarantine_rate(self) -> float:
+        return self.quarantined / self.lines_read if self.lines_read else 0.0
+
+    @property
+    def balanced(self) -> bool:
+        return self.lines_read == self.ingested + self.quarantined + self.duplicates
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["quarantine_rate"] = self.quarantine_rate
+        return d
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file to read: the filesystem, its path there, the name recorded in the warehouse."""
+
+    fs: pafs.FileSystem
+    path: str
+    name: str
+    format: str  # "jsonl" | "parquet"
+
+
+def _format_of(path: str) -> str | None:
+    p = path.lower()
+    if p.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if p.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    return None
+
+
+def list_sources(source: str | os.PathLike[str]) -> list[SourceFile]:
+    """Resolve a file, folder or URI (`file://`, `s3://`, `gs://`, ...) to the log files under it.
+
+    Raises FileNotFoundError when nothing exists there; a folder is searched recursively for
+    `*.jsonl[.gz]`, `*.ndjson`, `*.json` and `*.parquet`, in sorted order.
+    """
+    s = os.fspath(source)
+    if "://" in s:
+        fs, path = pafs.FileSystem.from_uri(s)
+        scheme = s.split("://", 1)[0]
+        prefix = "" if isinstance(fs, pafs.LocalFileSystem) else f"{scheme}://"
+    else:
+        fs, path, prefix = pafs.LocalFileSystem(), str(Path(s).resolve()), ""
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"no such file or folder: {s}")
+    if info.type == pafs.FileType.File:
+        fmt = _format_of(path) or "jsonl"  # an explicitly named file is read as JSONL unless .parquet
+        return [SourceFile(fs, path, prefix + path, fmt)]
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    out = []
+    for i in sorted(infos, key=lambda i: i.path):
+        fmt = _format_of(i.path)
+        if i.type == pafs.FileType.File and fmt and not Path(i.path).name.startswith((".", "_")):
+            out.append(SourceFile(fs, i.path, prefix + i.path, fmt))
+    return out
+
+
+def _lit(s: str | None) -> str:
+    return "NULL" if s is None else "'" + str(s).replace("'", "''") + "'"
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation SQL. Each path yields rows: line_no, err (struct k/f/m or NULL), raw, and the
+# normalized TASK_LOG_SCHEMA columns (id may be NULL: hashed later).
+# ---------------------------------------------------------------------------------------------
+
+
+def _err_case(checks: list[tuple[str, str, str | None, str]]) -> str:
+    """CASE over (condition, kind, field, message-SQL), first match wins -> struct or NULL."""
+    whens = " ".join(
+        f"WHEN {cond} THEN struct_pack(k := '{kind}', f := {_lit(fld)}::VARCHAR, m := {msg})"
+        for cond, kind, fld, msg in checks
+    )
+    return f"CASE {whens} END"
+
+
+def _msg(prefix: str, text_sql: str) -> str:
+    return f"'{prefix} ' || line_no || ': ' || {text_sql}"
+
+
+def _mib(n_sql: str) -> str:
+    return f"printf('%.1f MiB', {n_sql} / 1048576.0)"
+
+
+def _jsonl_sql(opts: IngestOptions) -> str:
+    paths = "[" + ", ".join(f"'$.{f}'" for f in FIELDS) + "]"
+    known = "{" + ",".join(f'"{f}":null' for f in FIELDS) + "}"
+    cap, P = opts.max_field_bytes, "line"
+
+    def got(j: str) -> str:
+        return f"'got ' || json_type({j}).lower() || ' ' || left({j}, 80)"
+
+    checks: list[tuple[str, str, str | None, str]] = [
+        (f"strlen(line) > {opts.max_line_bytes}", "line_too_large", None,
+         _msg(P, f"'line is ' || {_mib('strlen(line)')} || ', over the {opts.max_line_bytes / 1048576:.1f} MiB line cap (max_line_bytes); split or trim the record'")),
+        ("NOT ok", "invalid_json", None, _msg(P, "'not valid JSON (truncated or malformed line)'")),
+        ("top <> 'OBJECT'", "not_object", None,
+         _msg(P, "'expected one JSON object per line, got ' || lower(top) || ' ' || left(line, 60)")),
+    ]
+    # id: optional, string or integer
+    checks.append(("j_id IS NOT NULL AND json_type(j_id) NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
+                   _msg(P, "'field ''id'': expected string or integer, ' || " + got("j_id"))))
+    for f in REQUIRED_FIELDS:
+        j = f"j_{f}"
+        checks.append((f"{j} IS NULL", "missing_field", f, _msg(P, f"'missing required field ''{f}'''")))
+        checks.append((f"json_type({j}) = 'NULL'", "missing_field", f, _msg(P, f"'required field ''{f}'' is null'")))
+    for f in ("timestamp", *STRING_FIELDS):
+        j = f"j_{f}"
+        want = "ISO-8601 string" if f == "timestamp" else "string"
+        checks.append((f"json_type(j_{f}) <> 'VARCHAR'", "wrong_type", f,
+                       _msg(P, f"'field ''{f}'': expected {want}, ' || " + f"'got ' || left({j}, 80)")))
+        checks.append((f"({j}->>'$') = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty {want}, got \"\"'")))
+    for f, want in JSON_FIELDS.items():
+        j = f"j_{f}"
+        if want:
+            checks.append((f"json_type({j}) <> '{want}'", "wrong_type", f,
+                           _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, ' || " + got(j))))
+    for f in FIELDS:
+        checks.append((f"strlen(j_{f}) > {cap}", "field_too_large", f,
+                       _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen(j_{f})')} || ', over the {cap / 1048576:.1f} MiB per-field cap (max_field_bytes)'")))
+    checks.append((f"strlen(x_extra) > {cap}", "field_too_large", "extra",
+                   _msg(P, f"'unknown fields total ' || {_mib('strlen(x_extra)')} || ', over the per-field cap'")))
+    checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
+                   _msg(P, "'field ''timestamp'': ' || left(j_timestamp, 60) || ' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+    cols = ", ".join(f"v[{i + 1}] AS j_{f}" for i, f in enumerate(FIELDS))
+    return f"""
+    WITH a AS (
+        SELECT line_no, line, json_valid(line) AS ok FROM _b
+    ), b AS (
+        SELECT line_no, line, ok,
+               CASE WHEN ok THEN json_type(line) END AS top,
+               CASE WHEN ok AND json_type(line) = 'OBJECT' THEN json_extract(line, {paths}) END AS v
+        FROM a
+    ), c AS (
+        SELECT line_no, line, ok, top, {cols},
+               CASE WHEN top = 'OBJECT' THEN nullif(json_merge_patch(line, '{known}')::VARCHAR, '{{}}') END AS x_extra
+        FROM b
+    ), d AS (
+        SELECT *, TRY_CAST(j_timestamp->>'$' AS TIMESTAMPTZ) AS ts FROM c
+    ), e AS (
+        SELECT *, {_err_case(checks)} AS err FROM d
+    )
+    SELECT line_no, err,
+           CASE WHEN err IS NOT NULL THEN left(line, {opts.raw_preview_chars}) END AS raw,
+           CASE WHEN json_type(j_id) = 'VARCHAR' THEN nullif(j_id->>'$', '')
+                WHEN json_type(j_id) IN ('BIGINT', 'UBIGINT') THEN j_id::VARCHAR END AS id,
+           ts AS timestamp, j_task_id->>'$' AS task_id, j_domain->>'$' AS domain, j_model->>'$' AS model,
+           j_messages::VARCHAR AS messages, j_outcome::VARCHAR AS outcome,
+           CASE WHEN json_type(j_reference) <> 'NULL' THEN j_reference::VARCHAR END AS reference,
+           x_extra AS extra
+    FROM e
+    """
+
+
+def _arrow_kind(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "time"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "list"
+    if pa.types.is_struct(t) or pa.types.is_map(t):
+        return "object"
+    return "other"
+
+
+def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
+    """Validation SQL for one Parquet file, specialized to its column types."""
+    cap, P = opts.max_field_bytes, "row"
+    names = set(schema.names)
+    q = {n: '"' + n.replace('"', '""') + '"' for n in schema.names}
+    checks: list[tuple[str, str, str | None, str]] = []
+    val: dict[str, str] = {}
+    for f in FIELDS:
+        required = f in REQUIRED_FIELDS
+        if f not in names:
+            val[f] = "NULL"
+            if required:
+                checks.append(("TRUE", "missing_field", f, _msg(P, f"'missing required field ''{f}'' (no such column)'")))
+            continue
+        c, kind, tname = q[f], _arrow_kind(schema.field(f).type), str(schema.field(f).type)
+        if required:
+            checks.append((f"{c} IS NULL", "missing_field", f, _msg(P, f"'required field ''{f}'' is null'")))
+        bad_type = (f"{c} IS NOT NULL", "wrong_type", f)
+        if f == "timestamp":
+            if kind == "time":
+                val[f] = f"CAST({c} AS TIMESTAMPTZ)"
+            elif kind == "string":
+                val[f] = f"TRY_CAST({c} AS TIMESTAMPTZ)"
+                checks.append((f"{c} IS NOT NULL AND {val[f]} IS NULL", "bad_timestamp", f,
+                               _msg(P, f"'field ''timestamp'': ''' || left({c}, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+            else:
+                val[f] = "NULL"
+                checks.append((*bad_type, _msg(P, f"'field ''timestamp'': expected ISO-8601 string or timestamp column, got {tname} ' || left({c}::VARCHAR, 60)")))
+        elif f in JSON_FIELDS:
+            want = JSON_FIELDS[f]
+            if kind == "string":
+                val[f] = c
+                checks.append((f"{c} IS NOT NULL AND NOT json_valid({c})", "invalid_json", f,
+                               _msg(P, f"'field ''{f}'' is not valid JSON: ' || left({c}, 60)")))
+                if want:
+                    checks.append((f"{c} IS NOT NULL AND json_type({c}) <> '{want}'", "wrong_type", f,
+                                   _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, got ' || lower(json_type({c})) || ' ' || left({c}, 60)")))
+            elif kind in ("list", "object") and (want is None or (want == "ARRAY") == (kind == "list")):
+                val[f] = f"to_json({c})::VARCHAR"
+            else:
+                val[f] = "NULL"
+                checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected JSON {(want or 'value').lower()}, got {tname} column'")))
+            checks.append((f"strlen({val[f]}) > {cap}", "field_too_large", f,
+                           _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen({val[f]})')} || ', over the {cap / 1048576:.1f} MiB per-field cap (max_field_bytes)'")))
+        else:  # id and the string fields
+            if kind == "string" or (kind == "int" and f == "id"):
+                val[f] = f"nullif({c}::VARCHAR, '')" if f == "id" else c
+                if f != "id":
+                    checks.append((f"{c} = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty string, got \"\"'")))
+                    checks.append((f"strlen({c}) > {cap}", "field_too_large", f,
+                                   _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen({c})')} || ', over the per-field cap'")))
+            else:
+                val[f] = "NULL"
+                checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected string, got {tname} ' || left({c}::VARCHAR, 60)")))
+    unknown = [n for n in schema.names if n not in FIELDS and n not in ("extra", "line_no")]
+    extra_parts = []
+    if "extra" in names and _arrow_kind(schema.field("extra").type) == "string":
+        extra_parts.append(f"CASE WHEN json_valid({q['extra']}) THEN {q['extra']} END")
+    elif "extra" in names:
+        unknown.append("extra")
+    if unknown:
+        obj = "json_object(" + ", ".join(f"{_lit(n)}, {q[n]}" for n in unknown) + ")"
+        extra_parts.append(obj)
+    if not extra_parts:
+        val["extra"] = "NULL"
+    elif len(extra_parts) == 1:
+        val["extra"] = f"{extra_parts[0]}::VARCHAR"
+    else:
+        val["extra"] = f"json_merge_patch(coalesce({extra_parts[0]}, '{{}}'), {extra_parts[1]})::VARCHAR"
+    cols = ", ".join(f"{val[f]} AS n_{f}" for f in (*FIELDS, "extra"))
+    row = "struct_pack(" + ", ".join(f"{q[n]} := i.{q[n]}" for n in schema.names) + ")"
+    return f"""
+    SELECT line_no, err,
+           CASE WHEN err IS NOT NULL THEN left(to_json({row})::VARCHAR, {opts.raw_preview_chars}) END AS raw,
+           {", ".join(f"n_{f} AS {f}" for f in (*FIELDS, "extra"))}
+    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM _b) i
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers
+# ---------------------------------------------------------------------------------------------
+
+
+def _json_error(line: str) -> str:
+    """A precise message for a line DuckDB found invalid: where the JSON breaks, and how."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as e:
+        if e.pos >= len(line.rstrip()) - 1 or "Unterminated string" in e.msg:
+            return f"truncated JSON: the line ends (at column {len(line)}) before the record closes ({e.msg} column {e.colno})"
+        return f"invalid JSON: {e.msg} at column {e.colno}"
+    except RecursionError:
+        return "invalid JSON: nested too deeply"
+    return "not valid JSON (rejected by the strict parser: NaN, control characters or a duplicate-key oddity)"
+
+
+def _jsonl_chunks(src: SourceFile, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression."""
+    compression = "detect" if src.path.endswith(".gz") else None
+    with src.fs.open_input_stream(src.path, compression=compression) as f:
+        buf, done = b"", 0
+        while True:
+            data = f.read(chunk_bytes)
+            if not data:
+                if buf:
+                    yield done, buf
+                return
+            buf += data
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                continue
+            piece, buf = buf[: cut + 1], buf[cut + 1 :]
+            yield done, piece
+            done += piece.count(b"\n")
+
+
+class _Loader:
+    """State of one ingest call: connection, run id, report, options."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, opts: IngestOptions, log_date: dt.date | None,
+                 report: IngestReport, progress: Callable[[int], None] | None):
+        self.con, self.opts, self.report, self.progress = con, opts, report, progress
+        self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
+        self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        self._jsonl_sql = _jsonl_sql(opts)
+
+    # -- readers ------------------------------------------------------------------------------
+    def load_jsonl(self, src: SourceFile) -> None:
+        try:
+            for before, piece in _jsonl_chunks(src, self.opts.jsonl_chunk_bytes):
+                self._jsonl_piece(src, before, piece)
+        except OSError as e:  # unreadable / corrupt compressed file: one quarantined entry, keep going
+            self._file_error(src, f"file could not be read: {e}")
+
+    def _jsonl_piece(self, src: SourceFile, before: int, piece: bytes) -> None:
+        bad: list[dict] = []
+        try:
+            text = piece.decode("utf-8")
+            lines = pa.array([text]).cast(pa.large_string())
+            import pyarrow.compute as pc
+
+            arr = pc.list_flatten(pc.split_pattern(lines, "\n"))
+            if text.endswith("\n"):
+                arr = arr.slice(0, len(arr) - 1)
+            line_no = np.arange(before + 1, before + 1 + len(arr), dtype=np.int64)
+        except UnicodeDecodeError:  # slow path for this chunk only: find the bad lines
+            raw_lines = piece.split(b"\n")
+            if piece.endswith(b"\n"):
+                raw_lines.pop()
+            good, nos = [], []
+            for i, raw in enumerate(raw_lines):
+                n = before + 1 + i
+                try:
+                    good.append(raw.decode("utf-8"))
+                    nos.append(n)
+                except UnicodeDecodeError as e:
+                    bad.append(self._qrow(src, n, "invalid_utf8", None,
+                                          f"line {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); re-encode the file as UTF-8",
+                                          raw.decode("utf-8", "backslashreplace")))
+            arr, line_no = pa.array(good, pa.large_string()), np.asarray(nos, dtype=np.int64)
+        batch = pa.table({"line_no": line_no, "line": arr})
+        # blank lines are not records
+        import pyarrow.compute as pc
+
+        batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))
+        self.report.lines_read += len(batch) + len(bad)
+        if bad:
+            self._quarantine_rows(bad)
+        if len(batch):
+            self._batch(src, batch, self._jsonl_sql, "line")
+        if self.progress:
+            self.progress(len(batch) + len(bad))
+
+    def load_parquet(self, src: SourceFile) -> None:
+        try:
+            pf = pq.ParquetFile(src.fs.open_input_file(src.path))
+        except Exception as e:  # noqa: BLE001 -- any unreadable file is a quarantine entry, never a crash
+            self._file_error(src, f"not a readable Parquet file: {e}")
+            return
+        sql = _parquet_sql(pf.schema_arrow, self.opts)
+        done = 0
+        try:
+            for rb in pf.iter_batches(batch_size=self.opts.parquet_batch_rows):
+                n = rb.num_rows
+                t = pa.Table.from_batches([rb]).append_column("line_no", pa.array(np.arange(done + 1, done + 1 + n, dtype=np.int64)))
+                done += n
+                self.report.lines_read += n
+                self._batch(src, t, sql, "row")
+                if self.progress:
+                    self.progress(n)
+        except (OSError, pa.ArrowException) as e:
+            self._file_error(src, f"Parquet read failed after row {done}: {e}")
+
+    def _file_error(self, src: SourceFile, reason: str) -> None:
+        self.report.lines_read += 1
+        self._quarantine_rows([self._qrow(src, 0, "unreadable_file", None, f"{src.name}: {reason}", "")])
+
+    # -- one batch ----------------------------------------------------------------------------
+    def _batch(self, src: SourceFile, table: pa.Table, sql: str, unit: str) -> None:
+        con = self.con
+        con.register("_b", table)
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _cand AS {sql}")
+        finally:
+            con.unregister("_b")
+        self._quarantine_from_cand(src, table if unit == "line" else None)
+        self._insert_clean(src)
+        con.execute("DROP TABLE IF EXISTS _cand")
+
+    def _qrow(self, src: SourceFile, line: int, kind: str, fld: str | None, reason: str, raw: str) -> dict:
+        return {"source_file": src.name, "source_line": line, "reason": reason, "field": fld,
+                "raw": raw[: self.opts.raw_preview_chars], "kind": kind}
+
+    def _quarantine_from_cand(self, src: SourceFile, lines: pa.Table | None) -> None:
+        rows = self.con.execute(
+            "SELECT line_no, err.k, err.f, err.m, raw, timestamp::DATE FROM _cand WHERE err IS NOT NULL"
+        ).fetchall()
+        if not rows:
+            return
+        full: dict[int, str] = {}
+        need = [r[0] for r in rows if r[1] == "invalid_json"]
+        if need and lines is not None:
+            import pyarrow.compute as pc
+
+            sel = lines.filter(pc.is_in(lines["line_no"], pa.array(need, pa.int64())))
+            full = dict(zip(sel["line_no"].to_pylist(), sel["line"].to_pylist(), strict=True))
+        out = []
+        for line_no, kind, fld, msg, raw, day in rows:
+            if kind == "invalid_json" and line_no in full:
+                msg = f"line {line_no}: {_json_error(full[line_no])}"
+            q = self._qrow(src, line_no, kind, fld, msg, raw or "")
+            q["log_date"] = day
+            out.append(q)
+        self._quarantine_rows(out)
+
+    def _quarantine_rows(self, rows: list[dict]) -> None:
+        for r in rows:
+            self.report.by_reason[r["kind"]] = self.report.by_reason.get(r["kind"], 0) + 1
+        self.report.quarantined += len(rows)
+        t = pa.Table.from_pylist(
+            [{**r, "log_date": r.get("log_date")} for r in rows],
+            schema=pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),
+                              ("field", pa.string()), ("raw", pa.string()), ("kind", pa.string()), ("log_date", pa.date32())]),
+        )
+        self.con.register("_q", t)
+        try:
+            self.con.execute(
+                f"""INSERT INTO quarantine
+                SELECT DISTINCT ON (source_file, source_line, kind)
+                       source_file, source_line, coalesce({self.log_date_sql}, log_date), reason, field, raw,
+                       ?::TIMESTAMP, kind, ?
+                FROM _q
+                WHERE NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.source_file = _q.source_file
+                                  AND q.source_line = _q.source_line AND q.kind = _q.kind)""",
+                [self.now, self.report.run_id],
+            )
+        finally:
+            self.con.unregister("_q")
+
+    def _insert_clean(self, src: SourceFile) -> None:
+        con, opts = self.con, self.opts
+        hash_src = ("concat_ws(chr(31), epoch_us(timestamp)::VARCHAR, task_id, domain, model, messages, outcome, "
+                    "coalesce(reference, ''), coalesce(extra, ''))")
+        hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if opts.redact else "false"
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _new AS
+            SELECT coalesce(id, md5({hash_src})) AS id, timestamp, task_id, domain, model, messages, outcome,
+                   reference, extra, line_no
+            FROM _cand WHERE err IS NULL
+        """)
+        n_clean = con.execute("SELECT count(*) FROM _new").fetchone()[0]
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _new AS
+            SELECT *, {hit} AS hit FROM _new n
+            WHERE NOT EXISTS (SELECT 1 FROM task_logs t WHERE t.id = n.id)
+            QUALIFY row_number() OVER (PARTITION BY id ORDER BY line_no) = 1
+        """)
+        meta = (f"coalesce({self.log_date_sql}, timestamp::DATE), {_lit(src.name)}, line_no, "
+                f"?::TIMESTAMP")
+        base = "id, timestamp, task_id, domain, model"
+        con.execute(f"INSERT INTO task_logs SELECT {base}, messages, outcome, reference, extra, {meta}, 0 "
+                    "FROM _new WHERE NOT hit", [self.now])
+        n_new = con.execute("SELECT count(*) FROM _new").fetchone()[0]
+        if opts.redact:
+            self._insert_redacted(meta, base)
+        con.execute("DROP TABLE IF EXISTS _new")
+        self.report.ingested += n_new
+        self.report.duplicates += n_clean - n_new
+
+    def _insert_redacted(self, meta: str, base: str) -> None:
+        """Rows with a finding: replace in SQL, fall back to Python where that broke the JSON."""
+        con = self.con
+        counts = ", ".join(
+            f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k) for c in _TEXT_COLS)} AS r_{k}"
+            for k in R.KINDS
+        )
+        reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in _TEXT_COLS)
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _red AS
+            SELECT {base}, {reds}, line_no, {counts},
+                   messages AS o_messages, outcome AS o_outcome, reference AS o_reference, extra AS o_extra
+            FROM _new WHERE hit
+        """)
+        broken = con.execute(
+            "SELECT id, o_messages, o_outcome, o_reference, o_extra FROM _red WHERE NOT (json_valid(messages) "
+            "AND json_valid(outcome) AND coalesce(json_valid(reference), true) AND coalesce(json_valid(extra), true))"
+        ).fetchall()
+        for rid, *texts in broken:
+            new, tot = [], dict.fromkeys(R.KINDS, 0)
+            for t in texts:
+                red, c = R.redact_json_text(t)
+                new.append(red)
+                for k, n in c.items():
+                    tot[k] += n
+            con.execute(
+                f"UPDATE _red SET messages = ?, outcome = ?, reference = ?, extra = ?, "
+                f"{', '.join(f'r_{k} = ?' for k in R.KINDS)} WHERE id = ?",
+                [*new, *(tot[k] for k in R.KINDS), rid],
+            )
+        total = " + ".join(f"r_{k}" for k in R.KINDS)
+        con.execute(f"INSERT INTO task_logs SELECT {base}, messages, outcome, reference, extra, {meta}, {total} "
+                    "FROM _red", [self.now])
+        sums = con.execute(f"SELECT {', '.join(f'coalesce(sum(r_{k}), 0)' for k in R.KINDS)} FROM _red").fetchone()
+        for k, n in zip(R.KINDS, sums, strict=True):
+            if n:
+                self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + int(n)
+                self.report.redactions += int(n)
+        con.execute("DROP TABLE IF EXISTS _red")
+
+
+def ingest(
+    source: str | os.PathLike[str],
+    con: duckdb.DuckDBPyConnection | str | os.PathLike[str] | None = None,
+    *,
+    log_date: dt.date | str | None = None,
+    options: IngestOptions | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Ingest every log file at `source` (file, folder or URI) into the warehouse `con`.
+
+    `con` is an open DuckDB connection, a warehouse path, or None for `$FLYWHEEL_HOME`'s warehouse.
+    `log_date` stamps every row's `log_date` (the daily partition); without it the record's UTC
+    date is used. `progress(n)` is called after each batch with the lines it read.
+    Raises FileNotFoundError when `source` does not exist; bad content never raises.
+    """
+    opts = options or IngestOptions()
+    day = dt.date.fromisoformat(log_date) if isinstance(log_date, str) else log_date
+    own = not isinstance(con, duckdb.DuckDBPyConnection)
+    connection = connect(con) if own else con
+    try:
+        ensure_tables(connection)
+        connection.execute("SET TimeZone = 'UTC'")
+        sources = list_sources(source)
+        report = IngestReport(run_id=uuid.uuid4().hex, source=os.fspath(source), files=len(sources),
+                              log_date=day.isoformat() if day else None)
+        t0, started = time.perf_counter(), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        loader = _Loader(connection, opts, day, report, progress)
+        for src in sources:
+            (loader.load_parquet if src.format == "parquet" else loader.load_jsonl)(src)
+        report.seconds = time.perf_counter() - t0
+        assert report.balanced, f"ingest lost count: {report}"
+        connection.execute(
+            "INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [report.run_id, report.source, day, started, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+             report.seconds, report.files, report.lines_read, report.ingested, report.quarantined,
+             report.duplicates, report.redactions, json.dumps(report.by_reason, sort_keys=True)],
+        )
+        return report
+    finally:
+        if own:
+            connection.close()
