@@ -49,7 +49,7 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_NO_NEW_PRIVS = 38
 UID_BASE = 1_000_000  # payload uid = UID_BASE + monitor pid: unique among live executions
 ROOT = "/tmp"  # mount point of the new root inside the monitor's private mount namespace
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
@@ -203,10 +203,14 @@ def _read_collected(work: str, names: list, cap: int) -> dict:
     return out
 
 
-# --------------------------------------------------------------------------- the payload process
-def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
-    """PID 1 of the new PID namespace. Never returns."""
-    lim = req["limits"]
+# --------------------------------------------------------------------------- init + payload
+def _init(req: dict, uid: int, fds: tuple[int, int, int], status_w: int) -> None:
+    """PID 1 of the new PID namespace (trusted, stays root inside it). Never returns.
+
+    It finishes the filesystem (its /proc, pivot_root), forks the payload, reaps everything, and
+    reports the payload's wait status and CPU time on `status_w`. The payload is not PID 1, so the
+    kernel's SIGXCPU/SIGXFSZ reach it; when init exits the kernel kills whatever is left.
+    """
     try:
         os.setsid()
         _check(_libc.unshare(CLONE_NEWNS), "unshare mnt")
@@ -216,6 +220,33 @@ def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
         _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
         os.chdir("/work")
         socket.sethostname("sandbox")
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        q = os.fork()
+    except BaseException as e:
+        os.write(status_w, b"E" + f"sandbox init: {e!r}".encode())
+        os._exit(125)
+    if q == 0:
+        os.close(status_w)
+        _payload(req, uid, fds)
+    for fd in fds:
+        os.close(fd)
+    while True:
+        try:
+            pid, status, ru = os.wait4(-1, 0)
+        except ChildProcessError:
+            os._exit(0)
+        except InterruptedError:
+            continue
+        if pid == q:
+            break
+    os.write(status_w, b"S" + struct.pack("<id", status, ru.ru_utime + ru.ru_stime))
+    os._exit(0)
+
+
+def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
+    """The untrusted side: limits, a fresh uid, then the code. Never returns."""
+    lim = req["limits"]
+    try:
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
         os.closerange(3, 65536)
@@ -236,7 +267,6 @@ def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
         os.environ.clear()
         os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8",
                            "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
@@ -244,7 +274,7 @@ def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
             os.environ[str(k)] = str(v)
     except BaseException as e:  # setup failed: tell the monitor it is an infrastructure error
         try:
-            os.write(fds[2] if fds[2] > 2 else 2, f"\x00FLYWHEEL_SETUP_ERROR {e!r}".encode())
+            os.write(2, f"\x00FLYWHEEL_SETUP_ERROR {e!r}".encode())
         finally:
             os._exit(125)
     _run_main(req)
@@ -323,25 +353,26 @@ def run_request(req: dict) -> dict:
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    st_r, st_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            for fd in (in_w, out_r, err_r):
+            for fd in (in_w, out_r, err_r, st_r):
                 os.close(fd)
-            _payload(req, uid, (in_r, out_w, err_w))
+            _init(req, uid, (in_r, out_w, err_w), st_w)
         finally:
             os._exit(125)
-    for fd in (in_r, out_w, err_w):
+    for fd in (in_r, out_w, err_w, st_w):
         os.close(fd)
     stdin = req.get("stdin") or b""
     stdin = stdin.encode() if isinstance(stdin, str) else stdin
-    res = _pump(pid, in_w, out_r, err_r, stdin, lim, t0)
+    res = _pump(pid, in_w, out_r, err_r, st_r, stdin, lim, t0)
     res["files"] = _read_collected(f"{ROOT}/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
     res["duration_s"] = time.monotonic() - t0
     return res
 
 
-def _pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t0: float) -> dict:
+def _pump(pid: int, in_w: int, out_r: int, err_r: int, st_r: int, stdin: bytes, lim: dict, t0: float) -> dict:
     cap = int(lim["max_output_bytes"])
     deadline = t0 + float(lim["wall_timeout_s"])
     bufs = {out_r: bytearray(), err_r: bytearray()}
@@ -412,13 +443,22 @@ def _pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, 
     stdout, stderr = bytes(bufs[out_r]), bytes(bufs[err_r])
     if status is None:
         _, status = os.waitpid(pid, 0)
+    report = os.read(st_r, 65536)
+    os.close(st_r)
+    cpu_used = 0.0
+    if report.startswith(b"S") and len(report) >= 13:
+        status, cpu_used = struct.unpack("<id", report[1:13])  # the payload's own wait status
+    elif report.startswith(b"E"):
+        raise RuntimeError(report[1:].decode(errors="replace"))
+    elif killed is None:
+        raise RuntimeError(f"sandbox init died without a report (status {status})")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         exit_code = -sig
         if killed is None:
             killed = {signal.SIGXCPU: "cpu_time", signal.SIGXFSZ: "file_size"}.get(sig)
             if killed is None and sig == signal.SIGKILL:
-                killed = "cpu_time" if _cpu_used() >= float(lim["cpu_time_s"]) else "killed"
+                killed = "cpu_time" if cpu_used >= float(lim["cpu_time_s"]) else "killed"
             if killed is None and sig == signal.SIGSEGV:
                 killed = "memory" if b"MemoryError" in stderr[-2000:] else "crashed"
     else:
@@ -432,11 +472,6 @@ def _pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, 
         stderr = stderr + note
     return {"exit_code": exit_code, "stdout": stdout, "stderr": stderr, "timed_out": killed == "wall_timeout",
             "killed_reason": killed, "truncated": truncated}
-
-
-def _cpu_used() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def handle(fd: int) -> None:
