@@ -158,6 +158,22 @@ def score_rollouts(
     return out
 
 
+def engine_generator(engine: Any) -> Generator:
+    """A `Generator` over a rollout engine (torch or vLLM): agent tasks run their tool loop to the end."""
+
+    def generate(tasks: Sequence[Task], config: EvalConfig) -> list[list[Rollout]]:
+        from flywheel.rollout import generate_for_tasks
+        from flywheel.rollout.types import SamplingParams
+
+        sp = SamplingParams(temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=config.seed)
+        groups: list[list[Rollout]] = [[] for _ in tasks]
+        for r in generate_for_tasks(engine, tasks, config.n_samples, sp, max_steps=config.max_steps):
+            groups[r.group_id].append(r)
+        return groups
+
+    return generate
+
+
 def evaluate(
     generate: Generator, config: EvalConfig | None = None, model: str = "policy",
     train_prompts: Sequence[str] | None = None, score: ScoreFn | None = None,
@@ -214,3 +230,55 @@ def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = 0.05
                                      n_boot=cfg.n_boot, alpha=cfg.alpha, seed=cfg.seed)
     regressions = tuple(d for d in domains if diffs[d].n and diffs[d].value < -tolerance)
     return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance)
+
+
+def report_from_dict(d: dict[str, Any]) -> EvalReport:
+    """Rebuild a report from `EvalReport.to_dict()` (intervals recomputed: they are seeded, so identical)."""
+    cfg = EvalConfig(**d["config"])
+    tasks = [TaskResult.from_dict(t) for t in d["tasks"]]
+    rep = EvalReport(d["model"], cfg, tasks, aggregate(tasks, cfg), wall_s=d.get("wall_s", 0.0))
+    c = d.get("contamination")
+    if c:
+        rep.contamination = ContaminationReport(c["n_eval"], c["n_train"], tuple(c.get("overlapping_task_ids", ())),
+                                                (), c["ngram"])
+    return rep
+
+
+def _cache_key(model: str, config: EvalConfig) -> str:
+    import hashlib
+    import json
+
+    blob = json.dumps({"model": model, "config": config.to_dict()}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def evaluate_policy(
+    model_path: str, config: EvalConfig | None = None, model: str | None = None,
+    train_prompts: Sequence[str] | None = None, device: str = "cpu", engine: str = "torch",
+    score: ScoreFn | None = None, cache_dir: str | None = None,
+) -> EvalReport:
+    """Load the checkpoint at `model_path` into a rollout engine and evaluate it on the held-out suites.
+
+    `model`: the id the report carries (registered `name:version`, or the base-model name).
+    `cache_dir`: reuse the report of the same immutable `model` id under the same config
+    (a registered version never changes, so the champion is scored once per config).
+    """
+    import json
+    from pathlib import Path
+
+    from flywheel.rollout import build_engine
+
+    config = config or EvalConfig()
+    model = model or Path(model_path).name
+    cached = Path(cache_dir) / f"{_cache_key(model, config)}.json" if cache_dir else None
+    if cached is not None and cached.exists():
+        rep = report_from_dict(json.loads(cached.read_text()))
+        if train_prompts is not None:
+            rep.contamination = contamination(eval_tasks(config), train_prompts)
+        return rep
+    eng = build_engine(engine, model_path, device=device)
+    rep = evaluate(engine_generator(eng), config, model=model, train_prompts=train_prompts, score=score)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(rep.to_dict(), default=str))
+    return rep

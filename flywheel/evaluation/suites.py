@@ -25,7 +25,7 @@ class EvalConfig:
 
     n_samples: int = field(default=2, metadata={"help": "samples per task; pass@k for every k <= n_samples"})
     temperature: float = field(default=0.7, metadata={"help": "sampling temperature for pass@k samples"})
-    max_new_tokens: int = field(default=96, metadata={"help": "token budget per response (per step for agents)"})
+    max_new_tokens: int = field(default=160, metadata={"help": "token budget per response (agents: all steps, tool results included)"})
     max_steps: int = field(default=6, metadata={"help": "tool calls an agent task may take before it is cut off"})
     seed: int = field(default=0, metadata={"help": "sampling and bootstrap seed"})
     tasks_per_domain: Mapping[str, int] = field(

@@ -282,3 +282,15 @@ def rollback(registry: Registry, to_version: str | int | None = None) -> Rollbac
     reason = f"rollback from {current.version if current else None} to {target}"
     registry._record(hist, "rollback", target, reason)
     return RollbackResult(current.version if current else None, target, hist)
+
+
+def champion_base_model(tracking_uri: str, name: str = DEFAULT_MODEL_NAME) -> str | None:
+    """The base model the current champion was trained from (None without a registry or champion)."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        mv = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri).get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        return None
+    return mv.tags.get("flywheel.base_model") or None

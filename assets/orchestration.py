@@ -1,0 +1,121 @@
+"""How turns run without a person: jobs, the daily schedule, and the sensors.
+
+Dagster jobs cannot mix partitions definitions, so one turn is two jobs:
+`daily_logs_job` (daily partition: raw_task_logs -> task_logs -> failure_cases -> task_pool
+-> verifiers) and `base_model_job` (base_model partition: base_model -> rlvr_policy ->
+eval_report -> deployed_model). The schedule runs the daily job; `chain_base_model_job`
+starts the base-model job for the champion's base model when a daily run succeeds; and
+`base_model_release_sensor` adds a partition and backfills the chain for each new
+base-model checkpoint. The executor comes from `$FLYWHEEL_EXECUTOR` (see docs/orchestration.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from assets.partitions import DEFAULT_BASE_MODEL, base_models, daily_logs
+
+DAILY_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
+BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model")
+EXECUTOR_ENV = "FLYWHEEL_EXECUTOR"
+
+
+def executor_from_env() -> dg.ExecutorDefinition:
+    """`multiprocess` (default), `in_process`, `k8s` (dagster-k8s) or `docker` (dagster-docker)."""
+    kind = os.environ.get(EXECUTOR_ENV, "multiprocess")
+    if kind == "multiprocess":
+        return dg.multiprocess_executor
+    if kind == "in_process":
+        return dg.in_process_executor
+    if kind == "k8s":
+        from dagster_k8s import k8s_job_executor  # pip install dagster-k8s
+
+        return k8s_job_executor
+    if kind == "docker":
+        from dagster_docker import docker_executor  # pip install dagster-docker
+
+        return docker_executor
+    raise ValueError(f"{EXECUTOR_ENV} must be multiprocess, in_process, k8s or docker, got {kind!r}")
+
+
+daily_logs_job = dg.define_asset_job(
+    "daily_logs_job",
+    selection=dg.AssetSelection.assets(*DAILY_ASSETS),
+    partitions_def=daily_logs,
+    executor_def=executor_from_env(),
+    description="One day of the flywheel's data side: ingest that day's logs, mine failures, refresh the task "
+                "pool and its verifiers. Scheduled daily; success chains `base_model_job`.",
+    tags={"flywheel/stage": "data"},
+)
+
+base_model_job = dg.define_asset_job(
+    "base_model_job",
+    selection=dg.AssetSelection.assets(*BASE_MODEL_ASSETS),
+    partitions_def=base_models,
+    executor_def=executor_from_env(),
+    description="The model side of a turn for one base model: RLVR on the task pool, evaluate against the "
+                "champion, register and (maybe) promote. Also the backfill a new base-model release triggers.",
+    tags={"flywheel/stage": "model", "flywheel/gpu": "train"},
+)
+
+daily_turn_schedule = dg.build_schedule_from_partitioned_job(
+    daily_logs_job, hour_of_day=2, minute_of_hour=0, name="daily_turn_schedule",
+    description="02:00 UTC: run yesterday's logs through the data side; `chain_base_model_job` does the rest.",
+)
+
+
+def current_base_model(instance: dg.DagsterInstance) -> str:
+    """The champion's base model if it is a known partition, else the newest partition, else the default."""
+    from flywheel.paths import FlywheelPaths
+    from flywheel.registry.mlflow_registry import champion_base_model
+
+    known = instance.get_dynamic_partitions(base_models.name)
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().mlflow_uri
+    champ = champion_base_model(uri)
+    if champ and champ in known:
+        return champ
+    return known[-1] if known else DEFAULT_BASE_MODEL
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[daily_logs_job], request_job=base_model_job,
+    name="chain_base_model_job", default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30,
+    description="When a day's data run succeeds, train/evaluate/deploy on the champion's base model.",
+)
+def chain_base_model_job(context: dg.RunStatusSensorContext):
+    base = current_base_model(context.instance)
+    day = context.dagster_run.tags.get("dagster/partition", "")
+    req = dg.RunRequest(run_key=f"{context.dagster_run.run_id}:{base}", partition_key=base,
+                        tags={"flywheel/log_partition": day})
+    if base in context.instance.get_dynamic_partitions(base_models.name):
+        return req
+    return dg.SensorResult(run_requests=[req], dynamic_partitions_requests=[base_models.build_add_request([base])])
+
+
+@dg.sensor(
+    job=base_model_job, name="base_model_release_sensor", minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Watches the base-model releases folder ($FLYWHEEL_BASE_MODELS_DIR, default "
+                "$FLYWHEEL_HOME/models/base); each new checkpoint folder becomes a `base_model` partition "
+                "and a run that backfills base_model -> rlvr_policy -> eval_report -> deployed_model for it.",
+)
+def base_model_release_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    from flywheel.registry.releases import discover_releases, releases_dir
+
+    directory = releases_dir()
+    known = set(context.instance.get_dynamic_partitions(base_models.name))
+    new = [r for r in discover_releases(directory) if r not in known]
+    if not new:
+        return dg.SkipReason(f"no new checkpoint under {directory}")
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=f"base-model-release:{r}", partition_key=r,
+                                    tags={"flywheel/trigger": "base_model_release"}) for r in new],
+        dynamic_partitions_requests=[base_models.build_add_request(new)],
+    )
+
+
+JOBS = [daily_logs_job, base_model_job]
+SCHEDULES = [daily_turn_schedule]
+SENSORS = [base_model_release_sensor, chain_base_model_job]
