@@ -1,0 +1,107 @@
+"""One turn's evaluation: the candidate and the current champion on the same held-out tasks.
+
+With no champion yet, the base model is registered as the implicit champion first, so
+its numbers are the "before" of the first turn. The champion's report is cached per
+registered version and config (versions are immutable). Everything lands in one folder
+per base model (`$FLYWHEEL_HOME/eval/<base_model>/`) that `deploy_candidate` reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flywheel.evaluation.report import bar_chart_png, log_to_mlflow, to_markdown, write_report
+from flywheel.evaluation.runner import (
+    Comparison,
+    EvalReport,
+    ScoreFn,
+    compare,
+    evaluate_policy,
+    report_from_dict,
+)
+from flywheel.evaluation.suites import EvalConfig
+from flywheel.paths import FlywheelPaths
+
+
+@dataclass
+class CandidateEval:
+    """Candidate and champion reports, their paired comparison, and where the report went."""
+
+    candidate: EvalReport
+    champion: EvalReport
+    comparison: Comparison
+    champion_uri: str
+    report_dir: Path
+    eval_run_id: str | None
+    markdown: str
+
+    def summary(self) -> dict[str, Any]:
+        """What `flywheel turn --json` prints: before (champion) and after (candidate) pass rates."""
+        return {
+            "eval_before": self.champion.pass_rates(),
+            "eval_after": self.candidate.pass_rates(),
+            "champion": self.champion_uri,
+            "candidate": self.candidate.model,
+            "diff": {d: round(e.value, 4) for d, e in self.comparison.diffs.items()},
+            "regressions": list(self.comparison.regressions),
+            "contamination": self.candidate.contamination.to_dict() if self.candidate.contamination else None,
+            "eval_run_id": self.eval_run_id,
+            "report_dir": str(self.report_dir),
+        }
+
+
+def eval_dir(paths: FlywheelPaths, base_model: str) -> Path:
+    return paths.home / "eval" / base_model
+
+
+def evaluate_candidate(
+    candidate_path: str | Path, base_model: str, base_model_path: str | Path,
+    config: EvalConfig | None = None, paths: FlywheelPaths | None = None, tracking_uri: str | None = None,
+    train_prompts: Sequence[str] | None = None, tolerance: float = 0.05, candidate_name: str | None = None,
+    device: str = "cpu", score: ScoreFn | None = None, model_name: str | None = None,
+    mlflow_tags: dict[str, str] | None = None,
+) -> CandidateEval:
+    """Evaluate the candidate at `candidate_path` and the champion on the same tasks; report and log them."""
+    from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+
+    config = config or EvalConfig()
+    paths = (paths or FlywheelPaths.from_env()).ensure()
+    uri = tracking_uri or paths.mlflow_uri
+    reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
+    champ = reg.ensure_champion(base_model_path, base_model)
+    cache = str(paths.home / "eval" / "_cache")
+    champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score,
+                                cache_dir=cache)
+    if "flywheel.eval_pass_rates" not in champ.tags:
+        reg.set_tags(champ.version, {"flywheel.eval_pass_rates": champ_rep.pass_rates()})
+    name = candidate_name or f"candidate-{base_model}"
+    cand_rep = evaluate_policy(str(candidate_path), config, model=name, train_prompts=train_prompts,
+                               device=device, score=score)
+    comparison = compare(cand_rep, champ_rep, tolerance=tolerance)
+    out = eval_dir(paths, base_model)
+    write_report(out, cand_rep, champ_rep, comparison)
+    (out / "meta.json").write_text(json.dumps({"champion_uri": champ.uri, "candidate_path": str(candidate_path),
+                                               "base_model": base_model, "tolerance": tolerance}))
+    run_id = log_to_mlflow(cand_rep, champ_rep, comparison, tracking_uri=uri,
+                           run_name=f"eval-{base_model}", artifact_location=paths.mlflow_artifacts.as_uri(),
+                           tags={"flywheel.base_model": base_model, "flywheel.champion": champ.uri,
+                                 **(mlflow_tags or {})})
+    (out / "meta.json").write_text(json.dumps({**json.loads((out / "meta.json").read_text()), "eval_run_id": run_id}))
+    md = to_markdown(cand_rep, champ_rep, comparison,
+                     chart_png=bar_chart_png({f"champion {champ.uri}": champ_rep, f"candidate {name}": cand_rep}))
+    return CandidateEval(cand_rep, champ_rep, comparison, champ.uri, out, run_id, md)
+
+
+def load_candidate_eval(directory: str | Path) -> CandidateEval:
+    """Rebuild a `CandidateEval` from its report folder (what `deployed_model` reads)."""
+    d = Path(directory)
+    payload = json.loads((d / "report.json").read_text())
+    meta = json.loads((d / "meta.json").read_text())
+    cand, champ = report_from_dict(payload["candidate"]), report_from_dict(payload["baseline"])
+    comparison = compare(cand, champ, tolerance=meta.get("tolerance", 0.05))
+    return CandidateEval(cand, champ, comparison, meta["champion_uri"], d, meta.get("eval_run_id"),
+                         (d / "report.md").read_text())

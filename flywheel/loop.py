@@ -1,0 +1,124 @@
+"""Closing the loop: the deployed champion serves tomorrow's (simulated) production traffic.
+
+`ChampionResponder` plugs into the traffic generator's responder seam
+(`flywheel.tasks.traffic.simulate_day(..., responder=...)`): it samples the champion through
+the torch rollout engine on the day's tasks (agent tasks run their tool loop), scores every
+response with the verifiers to fill `outcome.passed` and the error text, and measures tokens,
+latency and cost. Each log line's `model` is the champion's registered `name:version`, so the
+next turn mines exactly the failures of the model that is deployed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date as Date
+from pathlib import Path
+from typing import Any
+
+from flywheel.paths import FlywheelPaths
+from flywheel.tasks.base import Task
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How the champion serves traffic (production settings, not evaluation ones)."""
+
+    temperature: float = field(default=0.7, metadata={"help": "sampling temperature in production"})
+    max_new_tokens: int = field(default=160, metadata={"help": "token budget per response (agents: all steps)"})
+    max_steps: int = field(default=6, metadata={"help": "tool calls per agent task"})
+    seed: int = field(default=0, metadata={"help": "mixed with the day's RNG: each day samples differently"})
+    price_per_1k_prompt_tokens: float = field(default=0.0005, metadata={"help": "USD per 1000 prompt tokens"})
+    price_per_1k_completion_tokens: float = field(default=0.0015, metadata={"help": "USD per 1000 completion tokens"})
+
+
+def _outcome_from(task: Task, rollout: Any, verdict: Any, latency_ms: float, cfg: ServeConfig) -> dict[str, Any]:
+    pt = len(rollout.prompt_ids)
+    ct = int(sum(rollout.loss_mask)) if rollout.loss_mask else len(rollout.token_ids)
+    out: dict[str, Any] = {
+        "status": "success" if verdict.passed else ("timeout" if rollout.finish_reason == "length" else "failure"),
+        "latency_ms": round(latency_ms, 2),
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "cost_usd": round((pt * cfg.price_per_1k_prompt_tokens + ct * cfg.price_per_1k_completion_tokens) / 1000, 8),
+        "finish_reason": rollout.finish_reason,
+        "verifier_reason": verdict.reason,
+    }
+    if not verdict.passed:
+        out["error"] = verdict.reason
+    d = verdict.details or {}
+    if task.domain == "code" and "tests_run" in d:
+        out["tests"] = {"run": d.get("tests_run"), "passed": d.get("tests_passed")}
+    if task.domain == "agent":
+        out["tool_calls"] = len(rollout.steps)
+    return out
+
+
+class ChampionResponder:
+    """A `BatchResponder` (and `Responder`) serving one registered model through the torch engine."""
+
+    def __init__(self, model_path: str | Path, model_id: str, config: ServeConfig | None = None,
+                 score: Any = None, device: str = "cpu", engine: str = "torch") -> None:
+        from flywheel.rollout import build_engine
+
+        self.model_path, self.model_id = str(model_path), model_id
+        self.config = config or ServeConfig()
+        self.engine = build_engine(engine, self.model_path, device=device)
+        if score is None:
+            from flywheel.evaluation.runner import _default_score
+
+            score = _default_score()
+        self.score = score
+
+    def respond_batch(self, tasks: Sequence[Task], rng: random.Random) -> list[Any]:
+        """One sampled response per request, in order, each with its verified outcome."""
+        from flywheel.rollout import generate_for_tasks
+        from flywheel.rollout.types import SamplingParams
+        from flywheel.tasks.traffic import response_from_text
+
+        if not tasks:
+            return []
+        cfg = self.config
+        sp = SamplingParams(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                            seed=(cfg.seed * 1_000_003 + rng.getrandbits(31)) % (2**31))
+        t0 = time.perf_counter()
+        rollouts = generate_for_tasks(self.engine, list(tasks), 1, sp, max_steps=cfg.max_steps)
+        per_ms = (time.perf_counter() - t0) * 1000 / len(tasks)
+        out = []
+        for task, r in zip(tasks, rollouts, strict=True):
+            verdict = self.score(task.domain, task.verifier_task(), r.text)
+            outcome = _outcome_from(task, r, verdict, per_ms, cfg)
+            resp = response_from_text(task, r.text, self.model_id, verdict.passed, **outcome)
+            out.append(resp)
+        return out
+
+    def __call__(self, task: Task, rng: random.Random) -> Any:
+        return self.respond_batch([task], rng)[0]
+
+
+def make_champion_responder(
+    tracking_uri: str | None = None, model_name: str | None = None, config: ServeConfig | None = None,
+    paths: FlywheelPaths | None = None, score: Any = None, device: str = "cpu",
+) -> ChampionResponder:
+    """The responder for whatever the registry's `champion` alias points at now."""
+    from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+
+    paths = paths or FlywheelPaths.from_env()
+    reg = Registry(tracking_uri or paths.mlflow_uri, model_name or DEFAULT_MODEL_NAME)
+    champ = reg.champion()
+    if champ is None:
+        raise LookupError(f"no `champion` alias on {reg.name}: run a turn (or register a base model) first")
+    return ChampionResponder(champ.model_path, champ.uri, config, score=score, device=device)
+
+
+def serve_day(
+    day: Date | str, n_records: int, seed: int, responder: Any, out_dir: str | Path | None = None,
+    paths: FlywheelPaths | None = None,
+) -> Path:
+    """Write the day's raw logs as served by `responder` (the next day's `raw_task_logs` partition)."""
+    from flywheel.tasks.traffic import simulate_day
+
+    paths = paths or FlywheelPaths.from_env()
+    return simulate_day(out_dir or paths.raw_logs, day, n_records, seed, responder=responder)
