@@ -50,12 +50,16 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
-UID_BASE = 1_000_000  # payload uid = UID_BASE + monitor pid: unique among live executions
-ROOT = "/tmp"  # mount point of the new root inside the monitor's private mount namespace
+UID_BASE = 1_000_000  # payload uids start here (see _next_uid)
+STAGE = "/tmp"  # where the template root is built (in the private mount ns) before pivot_root
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 ETC_FILES = ("ld.so.cache", "localtime")
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_pyc = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL held across clone()
+_pyc.syscall.restype = ctypes.c_long
+SYS_CLONE, SYS_PIVOT_ROOT = {"x86_64": (56, 155), "aarch64": (220, 41)}.get(os.uname().machine, (56, 155))
+NS_FLAGS = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
 
 
 def _check(ret: int, what: str) -> None:
@@ -110,47 +114,62 @@ def _mkdirs(path: str) -> None:
     os.makedirs(path, mode=0o755, exist_ok=True)
 
 
-def _build_root(req: dict, uid: int) -> None:
-    lim = req["limits"]
-    disk = max(1, int(lim["max_disk_mb"]))
+def prepare_root() -> None:
+    """Once per zygote (or one-shot process): move this process into a private mount namespace whose
+    whole filesystem is the sandbox template, and detach the host's.
+
+    Template: a tmpfs `/` (read-only once built) with `/usr` (and the interpreter's prefix) bound
+    read-only, a minimal `/dev` and `/etc`, and empty mount points `/work`, `/tmp`, `/proc` that
+    every execution fills with its own tmpfs/procfs. Per-execution mount namespaces are copies of
+    this small tree, so building one costs three mounts, not a walk over the host's mount table.
+    """
+    _check(_libc.unshare(CLONE_NEWNS), "unshare mnt")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=755")
+    _mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=755")
     for d in ("work", "tmp", "proc", "dev", "etc"):
-        os.mkdir(f"{ROOT}/{d}", 0o755)
+        os.mkdir(f"{STAGE}/{d}", 0o755)
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = f"/{name}"
         if os.path.islink(host):
-            os.symlink(os.readlink(host), f"{ROOT}/{name}")
+            os.symlink(os.readlink(host), f"{STAGE}/{name}")
         elif os.path.isdir(host):
-            os.mkdir(f"{ROOT}/{name}", 0o755)
-            _mount(host, f"{ROOT}/{name}", None, MS_BIND | MS_REC)
-            _mount(None, f"{ROOT}/{name}", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            _bind_ro(host, f"{STAGE}/{name}")
     for p in _prefixes():
-        _mkdirs(ROOT + p)
-        _mount(p, ROOT + p, None, MS_BIND | MS_REC)
-        _mount(None, ROOT + p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    opts = f"size={disk}m,nr_inodes=16384,uid={uid},gid={uid}"
-    _mount("tmpfs", f"{ROOT}/work", "tmpfs", MS_NOSUID | MS_NODEV, opts + ",mode=755")
-    _mount("tmpfs", f"{ROOT}/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts + ",mode=1777")
-    _mount("tmpfs", f"{ROOT}/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+        _bind_ro(p, STAGE + p)
+    _mount("tmpfs", f"{STAGE}/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
     for node in DEV_NODES:
         if os.path.exists(f"/dev/{node}"):
-            open(f"{ROOT}/dev/{node}", "w").close()
-            _mount(f"/dev/{node}", f"{ROOT}/dev/{node}", None, MS_BIND)
+            open(f"{STAGE}/dev/{node}", "w").close()
+            _mount(f"/dev/{node}", f"{STAGE}/dev/{node}", None, MS_BIND)
     for i, name in enumerate(("stdin", "stdout", "stderr")):
-        os.symlink(f"/proc/self/fd/{i}", f"{ROOT}/dev/{name}")
-    os.symlink("/proc/self/fd", f"{ROOT}/dev/fd")
+        os.symlink(f"/proc/self/fd/{i}", f"{STAGE}/dev/{name}")
+    os.symlink("/proc/self/fd", f"{STAGE}/dev/fd")
+    _mount(None, f"{STAGE}/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     for name in ETC_FILES:
         src = f"/etc/{name}"
         if os.path.isfile(src):
-            with open(src, "rb") as f, open(f"{ROOT}/etc/{name}", "wb") as g:
+            with open(src, "rb") as f, open(f"{STAGE}/etc/{name}", "wb") as g:
                 g.write(f.read())
-    with open(f"{ROOT}/etc/passwd", "w") as f:
-        f.write(f"sandbox:x:{uid}:{uid}:sandbox:/work:/bin/false\n")
-    with open(f"{ROOT}/etc/group", "w") as f:
-        f.write(f"sandbox:x:{uid}:\n")
-    _write_files(f"{ROOT}/work", req, uid)
-    _mount(None, ROOT, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _mount(None, STAGE, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(STAGE)
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")  # SYS_pivot_root on x86_64
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+
+
+def _bind_ro(src: str, dst: str) -> None:
+    os.makedirs(dst, mode=0o755, exist_ok=True)
+    _mount(src, dst, None, MS_BIND | MS_REC)
+    _mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _mount_private_dirs(req: dict, uid: int) -> None:
+    """Per execution, in its own mount namespace: fresh tmpfs `/work` (with the files) and `/tmp`."""
+    disk = max(1, int(req["limits"]["max_disk_mb"]))
+    opts = f"size={disk}m,nr_inodes=16384,uid={uid},gid={uid}"
+    _mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, opts + ",mode=755")
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts + ",mode=1777")
+    _write_files("/work", req, uid)
 
 
 def _write_files(work: str, req: dict, uid: int) -> None:
@@ -203,46 +222,7 @@ def _read_collected(work: str, names: list, cap: int) -> dict:
     return out
 
 
-# --------------------------------------------------------------------------- init + payload
-def _init(req: dict, uid: int, fds: tuple[int, int, int], status_w: int) -> None:
-    """PID 1 of the new PID namespace (trusted, stays root inside it). Never returns.
-
-    It finishes the filesystem (its /proc, pivot_root), forks the payload, reaps everything, and
-    reports the payload's wait status and CPU time on `status_w`. The payload is not PID 1, so the
-    kernel's SIGXCPU/SIGXFSZ reach it; when init exits the kernel kills whatever is left.
-    """
-    try:
-        os.setsid()
-        _check(_libc.unshare(CLONE_NEWNS), "unshare mnt")
-        _mount("proc", f"{ROOT}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        os.chdir(ROOT)
-        _check(_libc.syscall(155, b".", b"."), "pivot_root")  # SYS_pivot_root on x86_64
-        _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
-        os.chdir("/work")
-        socket.sethostname("sandbox")
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        q = os.fork()
-    except BaseException as e:
-        os.write(status_w, b"E" + f"sandbox init: {e!r}".encode())
-        os._exit(125)
-    if q == 0:
-        os.close(status_w)
-        _payload(req, uid, fds)
-    for fd in fds:
-        os.close(fd)
-    while True:
-        try:
-            pid, status, ru = os.wait4(-1, 0)
-        except ChildProcessError:
-            os._exit(0)
-        except InterruptedError:
-            continue
-        if pid == q:
-            break
-    os.write(status_w, b"S" + struct.pack("<id", status, ru.ru_utime + ru.ru_stime))
-    os._exit(0)
-
-
+# --------------------------------------------------------------------------- payload
 def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
     """The untrusted side: limits, a fresh uid, then the code. Never returns."""
     lim = req["limits"]
@@ -319,9 +299,9 @@ def _run_main(req: dict) -> None:
             except BaseException:
                 pass
             code = 1
-    except BaseException:
-        try:
-            traceback.print_exc()
+    except BaseException as e:
+        try:  # the traceback starts at the user's code, not this runner
+            traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
         except BaseException:
             pass
         code = 1
@@ -343,36 +323,55 @@ def _run_main(req: dict) -> None:
 
 # --------------------------------------------------------------------------- the monitor
 def run_request(req: dict) -> dict:
-    """Run one request in fresh namespaces; return the result dict. Runs as host root."""
+    """Run one request; the caller is PID 1 of fresh namespaces (see `spawn_monitor`). Returns the result."""
     t0 = time.monotonic()
     lim = req["limits"]
-    uid = UID_BASE + os.getpid()
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP),
-           "unshare")
-    _build_root(req, uid)
+    uid = _uid
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _mount_private_dirs(req, uid)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    socket.sethostname("sandbox")
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    st_r, st_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            for fd in (in_w, out_r, err_r, st_r):
+            os.setsid()
+            os.chdir("/work")
+            for fd in (in_w, out_r, err_r):
                 os.close(fd)
-            _init(req, uid, (in_r, out_w, err_w), st_w)
+            _payload(req, uid, (in_r, out_w, err_w))
         finally:
             os._exit(125)
-    for fd in (in_r, out_w, err_w, st_w):
+    for fd in (in_r, out_w, err_w):
         os.close(fd)
     stdin = req.get("stdin") or b""
     stdin = stdin.encode() if isinstance(stdin, str) else stdin
-    res = _pump(pid, in_w, out_r, err_r, st_r, stdin, lim, t0)
-    res["files"] = _read_collected(f"{ROOT}/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
+    res = _pump(pid, in_w, out_r, err_r, stdin, lim, t0)
+    res["files"] = _read_collected("/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
     res["duration_s"] = time.monotonic() - t0
     return res
 
 
-def _pump(pid: int, in_w: int, out_r: int, err_r: int, st_r: int, stdin: bytes, lim: dict, t0: float) -> dict:
+def _kill_all() -> None:
+    """As PID 1 of the namespace: SIGKILL every other process in it, and reap them."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+
+
+def _pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t0: float) -> dict:
+    """Feed stdin, capture output up to the cap, enforce the wall clock; reap the payload and its leftovers."""
     cap = int(lim["max_output_bytes"])
     deadline = t0 + float(lim["wall_timeout_s"])
     bufs = {out_r: bytearray(), err_r: bytearray()}
@@ -391,25 +390,26 @@ def _pump(pid: int, in_w: int, out_r: int, err_r: int, st_r: int, stdin: bytes, 
         os.close(in_w)
         in_w = -1
     open_fds = {out_r, err_r}
-    exited = False
     status = None
-    while open_fds or not exited:
-        timeout_ms = max(0, int((deadline - time.monotonic()) * 1000))
-        if timeout_ms == 0 and killed is None and not exited:
-            killed = "wall_timeout"
-            os.kill(pid, signal.SIGKILL)
-        events = poller.poll(timeout_ms if (killed is None and not exited) else 1000)
-        if not events and (killed is not None or exited):
-            # payload is dead yet a pipe is still open: cannot happen once the namespace is torn down;
-            # give up on the pipes rather than hang.
-            if exited:
-                break
+    cpu_used = 0.0
+    while open_fds or status is None:
+        if status is None and killed is None:
+            timeout_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            if timeout_ms == 0:
+                killed = "wall_timeout"
+                os.kill(pid, signal.SIGKILL)
+        else:
+            timeout_ms = 1000
+        events = poller.poll(timeout_ms)
+        if not events and status is not None:
+            break  # payload gone and leftovers killed, yet a pipe stays open: stop waiting
         for fd, ev in events:
             if fd == pidfd:
-                _, status = os.waitpid(pid, 0)
+                _, status, ru = os.wait4(pid, 0)
+                cpu_used = ru.ru_utime + ru.ru_stime
                 poller.unregister(pidfd)
                 os.close(pidfd)
-                exited = True
+                _kill_all()  # background processes die with the payload; their pipe ends close
             elif fd == in_w:
                 try:
                     n = os.write(in_w, stdin[:65536])
@@ -431,7 +431,7 @@ def _pump(pid: int, in_w: int, out_r: int, err_r: int, st_r: int, stdin: bytes, 
                 if len(data) > room:
                     data = data[: max(0, room)]
                     truncated = True
-                    if killed is None and not exited:
+                    if killed is None and status is None:
                         killed = "output_limit"
                         os.kill(pid, signal.SIGKILL)
                 bufs[fd] += data
@@ -440,18 +440,8 @@ def _pump(pid: int, in_w: int, out_r: int, err_r: int, st_r: int, stdin: bytes, 
         os.close(in_w)
     for fd in list(open_fds):
         os.close(fd)
+    _kill_all()
     stdout, stderr = bytes(bufs[out_r]), bytes(bufs[err_r])
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    report = os.read(st_r, 65536)
-    os.close(st_r)
-    cpu_used = 0.0
-    if report.startswith(b"S") and len(report) >= 13:
-        status, cpu_used = struct.unpack("<id", report[1:13])  # the payload's own wait status
-    elif report.startswith(b"E"):
-        raise RuntimeError(report[1:].decode(errors="replace"))
-    elif killed is None:
-        raise RuntimeError(f"sandbox init died without a report (status {status})")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         exit_code = -sig
@@ -488,6 +478,43 @@ def handle(fd: int) -> None:
     write_frame(fd, res)
 
 
+_uid = UID_BASE
+_spawned = 0  # executions started by this zygote: with its pid, makes each payload uid unique
+
+
+def _next_uid() -> int:
+    """A host uid no other live execution uses: (zygote pid, counter) packed above UID_BASE."""
+    global _spawned
+    _spawned += 1
+    return UID_BASE + ((os.getpid() & 0x7FFF) << 10) + (_spawned & 0x3FF)
+
+
+def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
+    """clone() a monitor straight into fresh mount/PID/net/IPC/UTS/cgroup namespaces; it serves `fd`.
+
+    The monitor is PID 1 of its PID namespace; when it exits the kernel kills whatever is left.
+    A raw clone (not os.fork + unshare) saves a process per execution; the GIL is held across it
+    (PyDLL) and the zygote is single-threaded, so the child's interpreter state is consistent.
+    """
+    global _uid
+    _uid = _next_uid()
+    pid = _pyc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(NS_FLAGS | signal.SIGCHLD), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "clone failed")
+    if pid == 0:
+        code = 0
+        try:
+            for c in close:
+                os.close(c)
+            handle(fd)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
 # --------------------------------------------------------------------------- zygote
 WARM_MODULES = (
     "math", "re", "collections", "itertools", "functools", "typing", "string", "heapq", "bisect",
@@ -506,8 +533,13 @@ def serve(ctl: int) -> None:
             importlib.import_module(m)
         except ImportError:
             pass
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # auto-reap monitors
     sock = socket.socket(fileno=ctl)
+    try:
+        prepare_root()
+    except BaseException as e:
+        sock.sendall(b"E" + f"cannot build the sandbox root: {type(e).__name__}: {e}".encode())
+        os._exit(1)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # auto-reap monitors
     sock.sendall(b"R")
     while True:
         try:
@@ -517,17 +549,13 @@ def serve(ctl: int) -> None:
         if not msg:
             os._exit(0)
         for fd in fds:
-            pid = os.fork()
-            if pid == 0:
+            try:
+                spawn_monitor(fd, close=(sock.fileno(), *[o for o in fds if o != fd]))
+            except OSError as e:
                 try:
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    sock.close()
-                    for other in fds:
-                        if other != fd:
-                            os.close(other)
-                    handle(fd)
-                finally:
-                    os._exit(0)
+                    write_frame(fd, {"infra_error": f"cannot create the sandbox namespaces: {e}"})
+                except OSError:
+                    pass
             os.close(fd)
 
 
@@ -541,13 +569,17 @@ def main() -> None:
 
 
 def handle_once() -> None:
-    fd_in, fd_out = 0, 1
     try:
-        req = read_frame(fd_in)
-        res = run_request(req)
+        prepare_root()
     except BaseException as e:
-        res = {"infra_error": f"{type(e).__name__}: {e}"}
-    write_frame(fd_out, res)
+        write_frame(0, {"infra_error": f"cannot build the sandbox root: {type(e).__name__}: {e}"})
+        os._exit(0)
+    try:
+        pid = spawn_monitor(0)
+    except OSError as e:
+        write_frame(0, {"infra_error": f"cannot create the sandbox namespaces: {e}"})
+        os._exit(0)
+    os.waitpid(pid, 0)
     os._exit(0)
 
 

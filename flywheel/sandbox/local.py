@@ -120,7 +120,7 @@ class ForkServer:
             theirs.close()
         ours.settimeout(30)
         try:
-            ready = ours.recv(1)
+            ready = ours.recv(4096)
         except OSError as e:
             ready = b""
             err = e
@@ -131,7 +131,8 @@ class ForkServer:
             self._proc.wait()
             ours.close()
             self._proc = None
-            raise SandboxInfraError(f"sandbox fork server did not start ({err or 'no ready byte'})")
+            why = err or (ready[1:].decode(errors="replace") if ready else "no ready byte")
+            raise SandboxInfraError(f"sandbox fork server did not start ({why})")
         ours.settimeout(None)
         self._ctl = ours
 
