@@ -1,0 +1,73 @@
+"""The reproducibility manifest every training and evaluation run records.
+
+Seeds, package versions (torch, transformers, vllm, deepspeed, ...), the sandbox's
+isolation (bubblewrap version or docker image), the exact data partitions, the git
+commit of the code, and the machine. Logged as MLflow params (`manifest.*`) and as a
+JSON artifact.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("torch", "transformers", "tokenizers", "vllm", "deepspeed", "mlflow", "dagster", "duckdb", "math-verify")
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    out = {}
+    for n in names:
+        try:
+            out[n] = importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            out[n] = "absent"
+    return out
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> str:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=5, cwd=cwd)
+        return (r.stdout or r.stderr).strip().splitlines()[0] if r.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def sandbox_version() -> str:
+    """`bubblewrap 0.x` when the local sandbox can run, else what is known."""
+    if shutil.which("bwrap"):
+        return _run(["bwrap", "--version"])
+    return "bwrap absent"
+
+
+def git_commit() -> str:
+    return _run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent)
+
+
+def build_manifest(
+    seeds: Mapping[str, int],
+    data_partitions: Mapping[str, Any] | None = None,
+    device: str = "cpu",
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A flat, JSON-able description of what produced a run."""
+    import torch
+
+    m: dict[str, Any] = {f"seed.{k}": int(v) for k, v in seeds.items()}
+    m.update({f"version.{k}": v for k, v in package_versions().items()})
+    m["sandbox"] = sandbox_version()
+    m["git_commit"] = git_commit()
+    m["python"] = platform.python_version()
+    m["platform"] = platform.platform()
+    m["device"] = device
+    if device.startswith("cuda") and torch.cuda.is_available():
+        m["gpu"] = torch.cuda.get_device_name(0)
+    for k, v in (data_partitions or {}).items():
+        m[f"data.{k}"] = v if isinstance(v, (str, int, float)) else str(v)
+    for k, v in (extra or {}).items():
+        m[k] = v
+    return m

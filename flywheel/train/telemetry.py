@@ -1,0 +1,147 @@
+"""MLflow telemetry of a training run: params, per-step metrics, the reward-curve PNG.
+
+Local SQLite store by default (`FlywheelPaths.mlflow_uri`, artifacts under
+`paths.mlflow_artifacts`); a resumed run continues the same MLflow run. `enabled=False`
+keeps everything in memory (the metric history still feeds the curve).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_EXPERIMENT = "flywheel-rlvr"
+
+
+def _ensure_experiment(mlflow: Any, name: str, artifact_root: Path | None) -> str:
+    exp = mlflow.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    kw = {"artifact_location": artifact_root.resolve().as_uri()} if artifact_root else {}
+    return mlflow.create_experiment(name, **kw)
+
+
+class Telemetry:
+    """One MLflow run, opened by `start` and closed by `finish`."""
+
+    def __init__(
+        self,
+        tracking_uri: str | None,
+        experiment: str = DEFAULT_EXPERIMENT,
+        artifact_root: Path | None = None,
+        enabled: bool = True,
+    ) -> None:
+        self.enabled = enabled and tracking_uri is not None
+        self.tracking_uri = tracking_uri
+        self.experiment = experiment
+        self.artifact_root = artifact_root
+        self.run_id: str | None = None
+        self.experiment_id: str | None = None
+        self._client: Any = None
+
+    def start(self, run_name: str, params: Mapping[str, Any], run_id: str | None = None, tags: Mapping[str, str] | None = None) -> str | None:
+        """Open a new run (or reopen `run_id` on resume) and log `params` once."""
+        if not self.enabled:
+            return None
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        mlflow.set_tracking_uri(self.tracking_uri)
+        self._client = MlflowClient(self.tracking_uri)
+        self.experiment_id = _ensure_experiment(mlflow, self.experiment, self.artifact_root)
+        if run_id:
+            self._client.update_run(run_id, status="RUNNING")
+            self.run_id = run_id
+            return run_id
+        run = self._client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags or {}))
+        self.run_id = run.info.run_id
+        from mlflow.entities import Param
+
+        items = [Param(str(k)[:250], str(v)[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), 90):
+            self._client.log_batch(self.run_id, params=items[i : i + 90])
+        return self.run_id
+
+    def log_metrics(self, step: int, metrics: Mapping[str, float]) -> None:
+        if not self.enabled or not self.run_id:
+            return
+        from mlflow.entities import Metric
+
+        ts = int(time.time() * 1000)
+        items = [Metric(k.replace("@", "_at_"), float(v), ts, step) for k, v in metrics.items() if _finite(v)]
+        for i in range(0, len(items), 900):
+            self._client.log_batch(self.run_id, metrics=items[i : i + 900])
+
+    def log_artifact(self, path: Path, subdir: str | None = None) -> None:
+        if self.enabled and self.run_id:
+            self._client.log_artifact(self.run_id, str(path), subdir)
+
+    def log_dict(self, obj: Any, name: str) -> None:
+        if self.enabled and self.run_id:
+            self._client.log_text(self.run_id, json.dumps(obj, indent=1, sort_keys=True, default=str), name)
+
+    def finish(self, status: str = "FINISHED") -> None:
+        if self.enabled and self.run_id:
+            self._client.set_terminated(self.run_id, status=status)
+
+    def run_url(self) -> str | None:
+        """Where to look at the run: the MLflow UI path (`mlflow ui --backend-store-uri <uri>`)."""
+        if not self.run_id:
+            return None
+        return f"{self.tracking_uri}#/experiments/{self.experiment_id}/runs/{self.run_id}"
+
+
+def _finite(v: Any) -> bool:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return False
+    return f == f and f not in (float("inf"), float("-inf"))
+
+
+def plot_reward_curve(history: Sequence[Mapping[str, float]], path: Path, title: str = "RLVR reward") -> Path:
+    """Mean reward per step (overall and per domain) and pass rate, as a PNG (matplotlib Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    steps = [h["step"] for h in history]
+    ax.plot(steps, [h.get("reward/mean", float("nan")) for h in history], label="reward (all)", lw=2)
+    domains = sorted({k.split("/")[1] for h in history for k in h if k.startswith("reward_mean/")})
+    for d in domains:
+        ax.plot(steps, [h.get(f"reward_mean/{d}", float("nan")) for h in history], label=f"reward {d}", lw=1, alpha=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean reward")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def gpu_metrics() -> dict[str, float]:
+    """GPU utilization and memory where a CUDA GPU exists; {} elsewhere."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return {}
+        out = {
+            "gpu/mem_allocated_gb": torch.cuda.memory_allocated() / 2**30,
+            "gpu/mem_max_allocated_gb": torch.cuda.max_memory_allocated() / 2**30,
+        }
+        try:
+            out["gpu/utilization"] = float(torch.cuda.utilization())
+        except Exception:  # pynvml missing: memory is still worth logging
+            pass
+        return out
+    except Exception:
+        return {}
