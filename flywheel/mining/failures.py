@@ -1,0 +1,186 @@
+"""Failure mining over `task_logs`: pass rates, the failure taxonomy, difficulty history.
+
+Everything is set-based DuckDB SQL over the warehouse: two scans of `task_logs` (one for
+attempts/passes of every record, one parsing only the failing records), the rest works on
+their small results. Tables written (replaced each run unless noted):
+
+- `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen)`
+- `domain_stats(domain, model, attempts, passes, pass_rate, tasks)`
+- `failure_cases`: one row per failing record with its class, exception type and signature
+- `failure_summary(domain, model, failure_type, n, tasks)`
+- `failure_signatures(domain, model, exception_type, signature_hash, signature, n, tasks, example_id)`
+- `difficulty_history(task_id, domain, model, log_date, attempts, passes, updated_at)`: upserted,
+  never replaced, so it outlives pruned logs and spans base models.
+
+A record's pass/fail is `outcome.passed`, else `outcome.status == "success"`; records with
+neither are unjudged and count nowhere.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from flywheel.mining.config import MiningConfig
+from flywheel.mining.taxonomy import (
+    FAILURE_TYPES,
+    MAX_TEXT_CHARS,
+    SQL_PASSED,
+    sql_exception_type,
+    sql_failure_type,
+    sql_signature,
+)
+
+DIFFICULTY_HISTORY_DDL = """
+CREATE TABLE IF NOT EXISTS difficulty_history (
+    task_id    VARCHAR NOT NULL,
+    domain     VARCHAR,
+    model      VARCHAR NOT NULL,
+    log_date   DATE NOT NULL,
+    attempts   BIGINT,
+    passes     BIGINT,
+    updated_at TIMESTAMP,
+    PRIMARY KEY (task_id, model, log_date)
+)
+"""
+
+_MSG_SCHEMA = '[{"role":"VARCHAR","content":"VARCHAR","tool_calls":"JSON"}]'
+
+
+@dataclass
+class FailureReport:
+    """What `mine_failures` found; `by_domain_type[domain][failure_type] = n`."""
+
+    records: int = 0
+    judged: int = 0
+    passes: int = 0
+    failures: int = 0
+    tasks: int = 0
+    models: list[str] = field(default_factory=list)
+    by_domain_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    pass_rate_by_domain: dict[str, float] = field(default_factory=dict)
+    signatures: int = 0
+    history_rows: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        """Counts by domain and failure type, as a Markdown table (for the Dagster UI)."""
+        head = "| domain | pass rate | " + " | ".join(FAILURE_TYPES) + " | failures |"
+        rows = [head, "|" + " --- |" * (len(FAILURE_TYPES) + 3)]
+        for d in sorted(self.by_domain_type):
+            c = self.by_domain_type[d]
+            pr = self.pass_rate_by_domain.get(d)
+            cells = [d, "-" if pr is None else f"{pr:.3f}", *(str(c.get(t, 0)) for t in FAILURE_TYPES),
+                     str(sum(c.values()))]
+            rows.append("| " + " | ".join(cells) + " |")
+        tot = {t: sum(c.get(t, 0) for c in self.by_domain_type.values()) for t in FAILURE_TYPES}
+        rows.append("| **all** | " + (f"{self.passes / self.judged:.3f}" if self.judged else "-") + " | "
+                    + " | ".join(str(tot[t]) for t in FAILURE_TYPES) + f" | {self.failures} |")
+        return "\n".join(rows)
+
+
+def _observations_sql() -> str:
+    return f"""
+        SELECT task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
+               {SQL_PASSED.format(o='outcome')} AS passed
+        FROM task_logs"""
+
+
+def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = None) -> FailureReport:
+    """Pass rates, failure taxonomy and difficulty history from `task_logs` (see module doc)."""
+    _ = config or MiningConfig()
+    t0 = time.perf_counter()
+    report = FailureReport()
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _mining_daily AS
+        SELECT task_id, any_value(domain) AS domain, model, log_date,
+               count(*) AS records, count(passed) AS attempts, count(*) FILTER (WHERE passed) AS passes,
+               min(timestamp) AS first_seen, max(timestamp) AS last_seen
+        FROM ({_observations_sql()}) GROUP BY task_id, model, log_date
+    """)
+    con.execute("""
+        CREATE OR REPLACE TABLE task_stats AS
+        SELECT task_id, any_value(domain) AS domain, model, sum(attempts)::BIGINT AS attempts,
+               sum(passes)::BIGINT AS passes, sum(passes) / nullif(sum(attempts), 0) AS pass_rate,
+               min(first_seen) AS first_seen, max(last_seen) AS last_seen
+        FROM _mining_daily GROUP BY task_id, model
+    """)
+    con.execute("""
+        CREATE OR REPLACE TABLE domain_stats AS
+        SELECT domain, model, sum(attempts)::BIGINT AS attempts, sum(passes)::BIGINT AS passes,
+               sum(passes) / nullif(sum(attempts), 0) AS pass_rate, count(*) AS tasks
+        FROM task_stats GROUP BY domain, model ORDER BY domain, model
+    """)
+    exc = sql_exception_type("error")
+    ftype = sql_failure_type("domain", "status", "error", "response", "n_tool_calls", "exception_type")
+    con.execute(f"""
+        CREATE OR REPLACE TABLE failure_cases AS
+        WITH f AS (
+            SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
+                   j[1] AS passed_s, lower(j[2]) AS status, j[3] AS error,
+                   TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
+            FROM (SELECT *, json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run',
+                                                          '$.tests.passed']) AS j FROM task_logs)
+            WHERE CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true ELSE lower(j[2]) <> 'success' END
+        ), m AS (
+            SELECT * EXCLUDE (messages),
+                   list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
+            FROM f
+        ), r AS (
+            SELECT * EXCLUDE (am),
+                   array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
+                   coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
+                       AS n_tool_calls,
+                   {exc} AS exception_type
+            FROM m
+        ), c AS (SELECT *, {ftype} AS failure_type FROM r),
+        s AS (
+            SELECT *, CASE WHEN failure_type = 'runtime_error' AND coalesce(error, '') <> ''
+                           THEN {sql_signature("error")} END AS signature
+            FROM c
+        )
+        SELECT id, timestamp, log_date, task_id, domain, model, failure_type, status, exception_type,
+               signature, substr(md5(signature), 1, 16) AS signature_hash,
+               tests_run, tests_passed, n_tool_calls,
+               left(error, {MAX_TEXT_CHARS}) AS error, left(response, {MAX_TEXT_CHARS}) AS response
+        FROM s
+    """)
+    con.execute("""
+        CREATE OR REPLACE TABLE failure_summary AS
+        SELECT domain, model, failure_type, count(*) AS n, count(DISTINCT task_id) AS tasks
+        FROM failure_cases GROUP BY ALL ORDER BY domain, model, failure_type
+    """)
+    con.execute("""
+        CREATE OR REPLACE TABLE failure_signatures AS
+        SELECT domain, model, exception_type, signature_hash, any_value(signature) AS signature, count(*) AS n,
+               count(DISTINCT task_id) AS tasks, min(id) AS example_id
+        FROM failure_cases WHERE signature IS NOT NULL GROUP BY ALL ORDER BY n DESC, signature_hash
+    """)
+    con.execute(DIFFICULTY_HISTORY_DDL)
+    con.execute("""
+        INSERT INTO difficulty_history
+        SELECT task_id, domain, model, log_date, attempts, passes, now()::TIMESTAMP
+        FROM _mining_daily WHERE log_date IS NOT NULL AND task_id IS NOT NULL
+        ON CONFLICT (task_id, model, log_date) DO UPDATE
+        SET attempts = excluded.attempts, passes = excluded.passes, domain = excluded.domain,
+            updated_at = excluded.updated_at
+    """)
+    report.records, report.judged, report.passes, report.tasks = (int(x or 0) for x in con.execute(
+        "SELECT sum(records), sum(attempts), sum(passes), count(DISTINCT task_id) FROM _mining_daily").fetchall()[0])
+    report.failures = report.judged - report.passes
+    report.models = [r[0] for r in con.execute("SELECT DISTINCT model FROM task_stats ORDER BY 1").fetchall()]
+    for d, t, n in con.execute("SELECT domain, failure_type, sum(n) FROM failure_summary GROUP BY ALL").fetchall():
+        report.by_domain_type.setdefault(d, {})[t] = int(n)
+    for d, a, p in con.execute("SELECT domain, sum(attempts), sum(passes) FROM domain_stats GROUP BY 1").fetchall():
+        report.pass_rate_by_domain[d] = float(p) / float(a) if a else 0.0
+    report.signatures = int(con.execute("SELECT count(*) FROM failure_signatures").fetchall()[0][0])
+    report.history_rows = int(con.execute("SELECT count(*) FROM difficulty_history").fetchall()[0][0])
+    con.execute("DROP TABLE IF EXISTS _mining_daily")
+    report.seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,288 @@
+"""The task pool: the learnable frontier of the current model, decontaminated and de-duplicated.
+
+Candidates (from `task_stats` of the current model, which `mine_failures` writes):
+
+- `frontier`: at least `min_attempts` judged attempts, some passed and some failed;
+- `failure_with_reference`: any other task with a failed attempt whose logged reference makes a
+  verifier possible (math `answer`; code `entry_point` + `test`; agent `tools` + `initial_state`
+  + `goal`). Tasks always solved, and never-solved tasks without a reference, are left out.
+
+Then every candidate whose prompt overlaps a held-out evaluation prompt is dropped
+(`decontaminated_tasks`), and of each group of near-duplicate prompts only the task with the
+most attempts stays (`near_duplicates`).
+
+Difficulty is the posterior mean fail rate under a Beta prior:
+`(fails + k * m) / (attempts + k)`, where `m` is the task's fail rate under earlier models
+(from `difficulty_history`, Laplace-smoothed) or, for a task no other model has seen, the
+domain's fail rate, and `k = prior_strength`. A new base model thus starts from what earlier
+ones found hard. Rank: a task teaches most when its outcome is least certain, so tasks are
+ordered by `difficulty * (1 - difficulty)` (then attempts, then task id) within each domain,
+and domains are interleaved (rank 1..D are each domain's best), so the first N rows of the
+pool are a balanced curriculum.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from flywheel.mining.config import MiningConfig
+from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
+from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
+from flywheel.tasks.agent_tasks import render_trajectory
+from flywheel.tasks.base import Task
+from flywheel.tasks.traffic import response_text
+
+TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("task_id", "VARCHAR"), ("domain", "VARCHAR"), ("prompt", "VARCHAR"), ("reference", "VARCHAR"),
+    ("failed_response", "VARCHAR"), ("attempts", "BIGINT"), ("passes", "BIGINT"), ("pass_rate", "DOUBLE"),
+    ("difficulty", "DOUBLE"), ("reason", "VARCHAR"), ("rank", "INTEGER"),
+)
+"""The `task_pool` table contract other stages read."""
+
+HAS_REFERENCE_SQL = """CASE {d}
+    WHEN 'math' THEN json_extract({r}, '$.answer') IS NOT NULL
+    WHEN 'code' THEN json_extract({r}, '$.entry_point') IS NOT NULL AND json_extract({r}, '$.test') IS NOT NULL
+    WHEN 'agent' THEN json_extract({r}, '$.tools') IS NOT NULL AND json_extract({r}, '$.initial_state') IS NOT NULL
+                  AND json_extract({r}, '$.goal') IS NOT NULL
+    ELSE false END"""
+
+
+@dataclass
+class PoolReport:
+    """What `build_task_pool` did."""
+
+    model: str | None = None
+    candidates: int = 0
+    decontaminated: int = 0
+    near_duplicates: int = 0
+    pool: int = 0
+    pool_by_domain: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+    heldout_prompts: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def heldout_prompts(domains: tuple[str, ...] | None = None) -> list[tuple[str, str, str]]:
+    """(domain, task_id, prompt) of every held-out evaluation task (the decontamination reference)."""
+    from flywheel.tasks.suites import DOMAINS, heldout_suite
+
+    return [(t.domain, t.task_id, t.prompt) for d in (domains or DOMAINS) for t in heldout_suite(d)]
+
+
+def current_model(con: duckdb.DuckDBPyConnection, config: MiningConfig) -> str | None:
+    """`config.model`, else the model that served the most recent log record."""
+    if config.model:
+        return config.model
+    row = con.execute("SELECT model FROM task_logs ORDER BY timestamp DESC, id DESC LIMIT 1").fetchall()
+    return row[0][0] if row else None
+
+
+def _empty_pool(con: duckdb.DuckDBPyConnection) -> None:
+    cols = ", ".join(f"{n} {t}" for n, t in TASK_POOL_COLUMNS)
+    con.execute(f"CREATE OR REPLACE TABLE task_pool ({cols})")
+
+
+def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = None,
+                    heldout: list[tuple[str, str, str]] | None = None) -> PoolReport:
+    """Write `task_pool`, `decontaminated_tasks`, `near_duplicates` (see module doc).
+
+    Needs `task_stats` and `failure_cases` from `mine_failures`. `heldout` is (domain, task_id,
+    prompt) of the evaluation sets; default: every domain's `heldout_suite`.
+    """
+    cfg = config or MiningConfig()
+    t0 = time.perf_counter()
+    model = current_model(con, cfg)
+    report = PoolReport(model=model)
+    held = heldout if heldout is not None else heldout_prompts()
+    report.heldout_prompts = len(held)
+    if model is None:
+        _empty_pool(con)
+        con.execute("CREATE OR REPLACE TABLE decontaminated_tasks (task_id VARCHAR, domain VARCHAR, overlap DOUBLE, "
+                    "heldout_task_id VARCHAR, heldout_prompt VARCHAR)")
+        con.execute("CREATE OR REPLACE TABLE near_duplicates (task_id VARCHAR, duplicate_of VARCHAR, jaccard DOUBLE)")
+        return report
+    dom_filter = ""
+    if cfg.domains is not None:
+        dom_filter = "AND domain IN (" + ", ".join("'" + d.replace("'", "''") + "'" for d in cfg.domains) + ")"
+    # 1. candidates with the current model's counts, prompt and reference of their latest record
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _pool_stats AS
+        SELECT task_id, domain, attempts, passes, attempts - passes AS fails FROM task_stats
+        WHERE model = $model AND attempts > 0 AND passes < attempts {dom_filter}
+    """, {"model": model})
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _pool_text AS
+        WITH latest AS (
+            SELECT task_id, arg_max(messages, (timestamp, id)) AS messages,
+                   arg_max(reference, (timestamp, id)) FILTER (WHERE reference IS NOT NULL) AS reference
+            FROM task_logs WHERE task_id IN (SELECT task_id FROM _pool_stats) GROUP BY task_id
+        ), u AS (
+            SELECT task_id, reference,
+                   list_filter(from_json(messages, '[{"role":"VARCHAR","content":"VARCHAR"}]'),
+                               lambda x: x.role = 'user') AS um
+            FROM latest
+        )
+        SELECT task_id, um[-1].content AS prompt, reference FROM u
+    """)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _pool_cand AS
+        SELECT s.*, t.prompt, t.reference,
+               CASE WHEN s.passes > 0 AND s.attempts >= {cfg.min_attempts} THEN 'frontier'
+                    WHEN coalesce({HAS_REFERENCE_SQL.format(d="s.domain", r="t.reference")}, false)
+                    THEN 'failure_with_reference' END AS reason
+        FROM _pool_stats s JOIN _pool_text t USING (task_id) WHERE t.prompt IS NOT NULL
+    """)
+    con.execute("DELETE FROM _pool_cand WHERE reason IS NULL").fetchall()
+    report.candidates = int(con.execute("SELECT count(*) FROM _pool_cand").fetchall()[0][0])
+    # 2. decontamination against the held-out sets
+    con.register("_pool_heldout_arrow", pa.table({
+        "domain": [h[0] for h in held], "task_id": [h[1] for h in held], "prompt": [h[2] for h in held]}))
+    con.execute("CREATE OR REPLACE TEMP TABLE _pool_heldout AS SELECT * FROM _pool_heldout_arrow")
+    con.unregister("_pool_heldout_arrow")
+    heldout_overlap(con, "_pool_cand", "_pool_heldout", "_pool_overlap", cfg.decontam_ngram)
+    con.execute(f"""
+        CREATE OR REPLACE TABLE decontaminated_tasks AS
+        SELECT c.task_id, c.domain, o.overlap, o.heldout_task_id, h.prompt AS heldout_prompt
+        FROM _pool_overlap o JOIN _pool_cand c USING (task_id) JOIN _pool_heldout h ON h.task_id = o.heldout_task_id
+        WHERE o.overlap >= {cfg.decontam_threshold} ORDER BY c.domain, c.task_id
+    """)
+    con.execute("DELETE FROM _pool_cand WHERE task_id IN (SELECT task_id FROM decontaminated_tasks)").fetchall()
+    report.decontaminated = int(con.execute("SELECT count(*) FROM decontaminated_tasks").fetchall()[0][0])
+    # 3. near-duplicates: keep the task with the most attempts (then the smaller id) of each similar pair
+    near_duplicate_pairs(con, "_pool_cand", "_pool_pairs", cfg.near_dup_ngram, cfg.near_dup_threshold,
+                         cfg.minhash_perms, cfg.lsh_bands)
+    con.execute("""
+        CREATE OR REPLACE TABLE near_duplicates AS
+        WITH p AS (
+            SELECT p.*, ca.attempts AS na, cb.attempts AS nb
+            FROM _pool_pairs p JOIN _pool_cand ca ON ca.task_id = p.a JOIN _pool_cand cb ON cb.task_id = p.b
+        ), d AS (
+            SELECT CASE WHEN na >= nb THEN b ELSE a END AS task_id, CASE WHEN na >= nb THEN a ELSE b END AS keep,
+                   greatest(na, nb) AS keep_attempts, jaccard FROM p
+        )
+        SELECT task_id, arg_max(keep, (keep_attempts, jaccard, keep)) AS duplicate_of, max(jaccard) AS jaccard
+        FROM d GROUP BY task_id ORDER BY task_id
+    """)
+    con.execute("DELETE FROM _pool_cand WHERE task_id IN (SELECT task_id FROM near_duplicates)").fetchall()
+    report.near_duplicates = int(con.execute("SELECT count(*) FROM near_duplicates").fetchall()[0][0])
+    # 4. difficulty (Beta posterior with a history prior) and rank
+    con.execute(DIFFICULTY_HISTORY_DDL)
+    con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain)),
+                {"model": model})
+    _fill_failed_responses(con, model)
+    for d, n in con.execute("SELECT domain, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
+        report.pool_by_domain[d] = int(n)
+    for r, n in con.execute("SELECT reason, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
+        report.reasons[r] = int(n)
+    report.pool = sum(report.pool_by_domain.values())
+    for t in ("_pool_stats", "_pool_text", "_pool_cand", "_pool_heldout", "_pool_overlap", "_pool_pairs"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+DIFFICULTY_PRIOR_SQL = """
+CREATE OR REPLACE TABLE task_pool AS
+WITH dom AS (
+    SELECT domain, (sum(attempts) - sum(passes) + 1.0) / (sum(attempts) + 2.0) AS m
+    FROM task_stats WHERE model = $model GROUP BY domain
+), hist AS (
+    SELECT task_id, sum(attempts) AS a, sum(passes) AS p FROM difficulty_history
+    WHERE model <> $model AND task_id IN (SELECT task_id FROM _pool_cand) GROUP BY task_id
+), scored AS (
+    SELECT c.*, c.passes / c.attempts AS pass_rate,
+           (c.fails + {k} * coalesce((h.a - h.p + 1.0) / (h.a + 2.0), dom.m))
+               / (c.attempts + {k}) AS difficulty
+    FROM _pool_cand c JOIN dom USING (domain) LEFT JOIN hist h USING (task_id)
+), ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY domain
+                                 ORDER BY difficulty * (1 - difficulty) DESC, attempts DESC, task_id) AS domain_rank
+    FROM scored
+)
+SELECT task_id, domain, prompt, reference, CAST(NULL AS VARCHAR) AS failed_response, attempts::BIGINT AS attempts,
+       passes::BIGINT AS passes, pass_rate::DOUBLE AS pass_rate, difficulty::DOUBLE AS difficulty, reason,
+       CAST(row_number() OVER (ORDER BY domain_rank, domain) AS INTEGER) AS rank
+FROM ranked WHERE domain_rank <= {limit}
+ORDER BY rank
+"""
+
+
+def _fill_failed_responses(con: duckdb.DuckDBPyConnection, model: str) -> None:
+    """`failed_response`: the latest logged failing response of each pool task, in the training text format."""
+    rows = con.execute("""
+        WITH last AS (
+            SELECT task_id, arg_max(id, (timestamp, id)) AS id FROM failure_cases
+            WHERE model = $model AND task_id IN (SELECT task_id FROM task_pool) GROUP BY task_id
+        )
+        SELECT last.task_id, l.messages FROM last JOIN task_logs l ON l.id = last.id
+    """, {"model": model}).fetchall()
+    ids, texts = [], []
+    for task_id, messages in rows:
+        try:
+            msgs = json.loads(messages)
+            text = response_text(msgs) if isinstance(msgs, list) else None
+        except (json.JSONDecodeError, TypeError, AttributeError):
+            text = None
+        ids.append(task_id)
+        texts.append(text)
+    con.register("_pool_fr_arrow", pa.table({"task_id": pa.array(ids, pa.string()),
+                                             "text": pa.array(texts, pa.string())}))
+    con.execute("UPDATE task_pool SET failed_response = f.text FROM _pool_fr_arrow f WHERE task_pool.task_id = f.task_id").fetchall()
+    con.unregister("_pool_fr_arrow")
+
+
+def _solution(domain: str, prompt: str, ref: dict[str, Any]) -> str:
+    """The reference solution in the training text format, or "" when the reference has none."""
+    try:
+        if domain == "math" and "answer" in ref:
+            return f"Answer: {ref['answer']}"
+        if domain == "code" and ref.get("canonical_solution"):
+            return f"```python\n{prompt}{ref['canonical_solution']}```"
+        if domain == "agent" and ref.get("solution_calls") is not None:
+            calls = [(c[0], dict(c[1])) for c in ref["solution_calls"]]
+            return render_trajectory(ref["initial_state"], calls)
+    except Exception:  # a malformed logged reference: no gold text, the task is still usable
+        return ""
+    return ""
+
+
+def load_task_pool(con: duckdb.DuckDBPyConnection, domains: list[str] | tuple[str, ...] | None = None,
+                   limit: int | None = None, require_reference: bool = True) -> list[Task]:
+    """The pool as `Task`s in rank order (the curriculum verifiers and the trainer consume).
+
+    `solution` is the reference solution as text where the reference has one (math
+    `Answer: N`, code the canonical body, agent the replayed gold calls). `meta` carries
+    `pass_rate`, `difficulty`, `attempts`, `passes`, `reason`, `rank`, `failed_response`.
+    With `require_reference`, tasks whose reference cannot drive a verifier are skipped.
+    """
+    where, params = ["1=1"], {}
+    if domains is not None:
+        where.append("list_contains($domains, domain)")
+        params["domains"] = list(domains)
+    if require_reference:
+        where.append(HAS_REFERENCE_SQL.format(d="domain", r="reference"))
+    sql = f"SELECT * FROM task_pool WHERE {' AND '.join(where)} ORDER BY rank"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    out = []
+    for row in cur.fetchall():
+        r = dict(zip(names, row, strict=True))
+        try:
+            ref = json.loads(r["reference"]) if r["reference"] else {}
+        except json.JSONDecodeError:
+            ref = {}
+        ref = ref if isinstance(ref, dict) else {}
+        meta = {k: r[k] for k in ("pass_rate", "difficulty", "attempts", "passes", "reason", "rank", "failed_response")}
+        out.append(Task(r["task_id"], r["domain"], r["prompt"], ref, _solution(r["domain"], r["prompt"], ref), meta))
+    return out
