@@ -54,7 +54,16 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
+def check_names(names) -> None:
+    """File names must stay inside the work dir (relative, no `..`)."""
+    for name in names:
+        rel = os.path.normpath(str(name))
+        if not name or rel.startswith(("/", "..")) or rel in (".", "main.py"):
+            raise ValueError(f"bad sandbox file name {name!r}: must be relative, inside the work dir, not main.py")
+
+
 def _request(code: str, files, limits: Limits, stdin, collect, argv, env) -> dict:
+    check_names(files or {})
     return {
         "code": code,
         "files": {str(k): (v.encode() if isinstance(v, str) else bytes(v)) for k, v in (files or {}).items()},
