@@ -1,0 +1,64 @@
+"""`flywheel sandbox exec FILE.py`: run untrusted Python in the sandbox and report what happened."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from flywheel.commands.output import add_json_flag, emit, fail
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("sandbox", help="run untrusted Python in the sandbox", description=__doc__)
+    sub = p.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND")
+    e = sub.add_parser("exec", help="run FILE.py isolated (no network, private fs, limits)",
+                       description="Run FILE.py as main.py in a fresh sandbox. JSON: exit_code, stdout, stderr, "
+                                   "timed_out, killed_reason (+ duration_s, truncated, backend). The command exits "
+                                   "with the program's exit code (128+N when signal N ended it).")
+    e.add_argument("file", metavar="FILE.py", help="the program to run")
+    e.add_argument("--timeout", type=float, default=None, metavar="S", help="wall-clock limit in seconds (default 10)")
+    e.add_argument("--cpu", type=float, default=None, metavar="S", help="CPU-time limit in seconds (default: --timeout)")
+    e.add_argument("--memory", type=int, default=None, metavar="MB", help="memory limit in MB (default 512)")
+    e.add_argument("--backend", choices=("local", "docker"), default="local", help="sandbox backend (default local)")
+    e.add_argument("--image", default=None, help="docker image (docker backend; default flywheel-sandbox:latest)")
+    e.add_argument("--stdin", default=None, metavar="FILE", help="feed this file on stdin")
+    add_json_flag(e)
+    e.set_defaults(func=run_exec)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def run_exec(args: argparse.Namespace) -> int:
+    from flywheel.sandbox import Limits, SandboxInfraError, get_sandbox
+
+    path = Path(args.file)
+    if not path.is_file():
+        return fail(f"no such file: {path}")
+    limits = Limits()
+    if args.timeout is not None:
+        limits = replace(limits, wall_timeout_s=args.timeout, cpu_time_s=args.timeout)
+    if args.cpu is not None:
+        limits = replace(limits, cpu_time_s=args.cpu)
+    if args.memory is not None:
+        limits = replace(limits, memory_mb=args.memory)
+    stdin = Path(args.stdin).read_text() if args.stdin else ""
+    kw = {"image": args.image} if args.backend == "docker" and args.image else {}
+    try:
+        sb = get_sandbox(args.backend, **kw)
+        res = sb.run(path.read_text(), limits=limits, stdin=stdin)
+    except SandboxInfraError as e:
+        return fail(f"sandbox failed (infrastructure, safe to retry): {e}", code=3)
+    finally:
+        close = getattr(locals().get("sb"), "close", None)
+        if close:
+            close()
+    out = {**res.to_dict(), "backend": args.backend}
+    status = "ok" if res.exit_code == 0 else f"exit {res.exit_code}"
+    if res.killed_reason:
+        status += f", killed: {res.killed_reason}"
+    text = (res.stdout + (res.stderr if res.stderr else "")).rstrip("\n")
+    if sys.stdout.isatty() or not args.json:
+        text = f"{text}\n[sandbox {args.backend}: {status}, {res.duration_s * 1000:.0f} ms]"
+    emit(args, out, text)
+    return res.exit_code if res.exit_code >= 0 else 128 - res.exit_code
