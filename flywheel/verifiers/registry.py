@@ -1,0 +1,105 @@
+"""Which verifier judges which domain, and the shared instances the trainer and evaluation use.
+
+`Registry` holds one verifier per domain; the code verifier shares one warm `SandboxPool`
+(created on first use, `workers` wide). `default_registry()` is the process-wide one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Protocol
+
+from flywheel.verifiers.common import TaskError
+from flywheel.verifiers.verdict import Verdict
+
+DOMAINS = ("math", "code", "agent")
+
+
+class Verifier(Protocol):
+    """A judge: `verify` never raises on model output (TaskError / infra errors only)."""
+
+    name: str
+    version: str
+
+    def verify(self, task: dict[str, Any], response: Any) -> Verdict: ...
+
+
+class Registry:
+    """Verifiers by domain. `sandbox`: what code runs in (default: a warm local `SandboxPool`)."""
+
+    def __init__(self, sandbox: Any = None, workers: int | None = None, code_timeout_s: float = 6.0,
+                 math_timeout_s: float = 5.0) -> None:
+        self._sandbox = sandbox
+        self.workers = workers or max(2, os.cpu_count() or 2)
+        self.code_timeout_s = code_timeout_s
+        self.math_timeout_s = math_timeout_s
+        self._verifiers: dict[str, Verifier] = {}
+        self._lock = threading.Lock()
+        self._own_pool = None
+
+    def sandbox(self) -> Any:
+        """The sandbox the code verifier uses (a warm pool is started on first use)."""
+        with self._lock:
+            if self._sandbox is None:
+                from flywheel.sandbox import get_pool
+
+                self._own_pool = self._sandbox = get_pool(workers=self.workers)
+            return self._sandbox
+
+    def get(self, domain: str) -> Verifier:
+        if domain not in DOMAINS:
+            raise TaskError(f"unknown domain {domain!r}; known: {list(DOMAINS)}")
+        v = self._verifiers.get(domain)
+        if v is not None:
+            return v
+        if domain == "math":
+            from flywheel.verifiers.math import MathVerifier
+
+            v = MathVerifier(timeout_s=self.math_timeout_s)
+        elif domain == "code":
+            from flywheel.verifiers.code import CodeVerifier
+
+            v = CodeVerifier(sandbox=_LazySandbox(self), timeout_s=self.code_timeout_s)
+        else:
+            from flywheel.verifiers.agent import AgentVerifier
+
+            v = AgentVerifier()
+        with self._lock:
+            return self._verifiers.setdefault(domain, v)
+
+    def version(self, domain: str) -> str:
+        return self.get(domain).version
+
+    def close(self) -> None:
+        """Stop the pool this registry started (a sandbox passed in is the caller's to close)."""
+        if self._own_pool is not None:
+            self._own_pool.close()
+            self._own_pool = self._sandbox = None
+
+
+class _LazySandbox:
+    """Defers starting the pool until the first code verification."""
+
+    def __init__(self, reg: Registry) -> None:
+        self._reg = reg
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        return self._reg.sandbox().run(*args, **kwargs)
+
+
+_DEFAULT: Registry | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_registry() -> Registry:
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = Registry()
+        return _DEFAULT
+
+
+def get_verifier(domain: str) -> Verifier:
+    """The default verifier of `domain`."""
+    return default_registry().get(domain)
