@@ -1,0 +1,62 @@
+"""`verifiers`: a validated verifier for every task of the pool (library: flywheel.verifiers.construct)."""
+
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from flywheel.verifiers.construct import ConstructConfig, build_verifiers
+from flywheel.verifiers.registry import Registry
+from resources.sandbox import SandboxPoolResource
+
+OWNERS = ["team:flywheel-verifiers"]
+
+
+class VerifiersConfig(dg.Config):
+    """What verifier construction validates (`.to_lib()` -> ConstructConfig)."""
+
+    max_tasks: int = 0  # 0: every pool task
+    concurrency: int = 4
+    slow_probes: bool = True  # the timeout probe, once per domain
+    code_timeout_s: float = 6.0
+    math_timeout_s: float = 5.0
+
+    def to_lib(self) -> ConstructConfig:
+        return ConstructConfig(max_tasks=self.max_tasks or None, concurrency=self.concurrency,
+                               slow_probes=self.slow_probes)
+
+
+class ValidShareConfig(dg.Config):
+    min_valid_share: float = 0.8  # the check fails below this share of valid verifiers
+
+
+@dg.asset(deps=["task_pool"], group_name="verifiers", owners=OWNERS, kinds={"duckdb", "python"},
+          description="One verifier per task_pool task, validated on its reference solution, the logged "
+                      "failure and the generic hack probes; table `verifiers` (invalid ones kept, flagged).")
+def verifiers(context: dg.AssetExecutionContext, config: VerifiersConfig, duckdb: DuckDBResource,
+              sandbox: SandboxPoolResource) -> dg.MaterializeResult:
+    registry = Registry(sandbox=sandbox.get_pool(), code_timeout_s=config.code_timeout_s,
+                        math_timeout_s=config.math_timeout_s)
+    with duckdb.get_connection() as con:
+        report = build_verifiers(con, config.to_lib(), registry)
+    context.log.info(f"verifiers: {report.valid}/{report.total} valid in {report.seconds}s")
+    return dg.MaterializeResult(metadata={
+        "total": report.total, "valid": report.valid, "invalid": report.invalid,
+        "valid_share": dg.FloatMetadataValue(round(report.valid_share, 4)),
+        "counts": dg.MarkdownMetadataValue(report.markdown()),
+        "versions": {d: registry.version(d) for d in sorted(report.by_domain) if d in ("math", "code", "agent")},
+        "seconds": report.seconds,
+    })
+
+
+@dg.asset_check(asset=verifiers, blocking=True,
+                description="The share of valid verifiers is at least the configured floor.")
+def verifiers_valid_share(config: ValidShareConfig, duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    with duckdb.get_connection() as con:
+        total, valid = con.execute("SELECT count(*), count(*) FILTER (WHERE valid) FROM verifiers").fetchone()
+    share = valid / total if total else 1.0
+    return dg.AssetCheckResult(passed=share >= config.min_valid_share, metadata={
+        "valid": valid, "total": total, "valid_share": round(share, 4), "floor": config.min_valid_share})
+
+
+ASSETS = [verifiers]
+CHECKS = [verifiers_valid_share]
