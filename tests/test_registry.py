@@ -33,7 +33,8 @@ def test_gate_is_a_pure_decision():
     assert ok and "promoted" in why
     ok, why = decide(compare(BETTER, BASE), GateConfig(margin=0.5))
     assert not ok and "margin 0.500" in why
-    ok, why = decide(compare(REGRESSED, BASE, tolerance=0.05), GateConfig())
+    ok, why = decide(compare(REGRESSED, BASE), GateConfig(tolerance=0.05))
+    assert decide(compare(REGRESSED, BASE), GateConfig(tolerance=0.5))[0]  # tolerance is the gate's
     assert not ok and "code regressed by 0.333" in why
     ok, why = decide(compare(BASE, BASE), GateConfig())
     assert not ok and "+0.000" in why

@@ -96,12 +96,48 @@ def evaluate_candidate(
     return CandidateEval(cand_rep, champ_rep, comparison, champ.uri, out, run_id, md)
 
 
-def load_candidate_eval(directory: str | Path) -> CandidateEval:
+def load_candidate_eval(directory: str | Path, tolerance: float | None = None) -> CandidateEval:
     """Rebuild a `CandidateEval` from its report folder (what `deployed_model` reads)."""
     d = Path(directory)
+    if not (d / "report.json").exists():
+        raise FileNotFoundError(f"no evaluation in {d}: materialize eval_report for this base model first")
     payload = json.loads((d / "report.json").read_text())
     meta = json.loads((d / "meta.json").read_text())
     cand, champ = report_from_dict(payload["candidate"]), report_from_dict(payload["baseline"])
-    comparison = compare(cand, champ, tolerance=meta.get("tolerance", 0.05))
+    comparison = compare(cand, champ, tolerance=meta.get("tolerance", 0.05) if tolerance is None else tolerance)
     return CandidateEval(cand, champ, comparison, meta["champion_uri"], d, meta.get("eval_run_id"),
                          (d / "report.md").read_text())
+
+
+def training_prompts(warehouse: str | Path) -> list[str] | None:
+    """Prompts of the training pool in the warehouse (`task_pool` table), None when there is none yet."""
+    import duckdb
+
+    if not Path(warehouse).exists():
+        return None
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
+        if "task_pool" not in tables:
+            return None
+        return [r[0] for r in con.execute("select prompt from task_pool").fetchall() if r[0]]
+    finally:
+        con.close()
+
+
+def dagster_summary(ev: CandidateEval) -> dict[str, Any]:
+    """Flat numbers for asset metadata: pass@1 before/after per domain, the paired diffs, contamination."""
+    out: dict[str, Any] = {}
+    for d, v in ev.champion.pass_rates().items():
+        out[f"before/{d}/pass@1"] = v
+    for d, v in ev.candidate.pass_rates().items():
+        out[f"after/{d}/pass@1"] = v
+    for d, e in ev.comparison.diffs.items():
+        out[f"diff/{d}"] = round(e.value, 4)
+        out[f"diff/{d}/ci"] = f"[{e.lo:+.3f}, {e.hi:+.3f}]"
+    m = ev.candidate.metrics["overall"]
+    out.update({"tokens_per_task": round(m["tokens"].value, 1), "latency_ms_per_task": round(m["latency_ms"].value, 1),
+                "cost_usd_per_task": m["cost_usd"].value, "mean_steps": round(m["steps"].value, 2),
+                "champion": ev.champion_uri, "eval_run_id": ev.eval_run_id or "", "report_dir": str(ev.report_dir),
+                "eval_seconds": round(ev.candidate.wall_s + ev.champion.wall_s, 1)})
+    return out

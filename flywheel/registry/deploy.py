@@ -31,6 +31,10 @@ class DeploymentResult:
     champion: ModelRef
     serving_paths: dict[str, str]
 
+    def serve_command(self, variant: str = "default") -> str:
+        """The `vllm serve ...` line of the candidate's manifest."""
+        return json.loads(Path(self.serving_paths["json"]).read_text())["variants"][variant]["command"]
+
     def to_dict(self) -> dict[str, Any]:
         return {"candidate": self.candidate.uri, "champion": self.champion.uri,
                 "champion_model_path": self.champion.model_path, "promoted": self.decision.promoted,

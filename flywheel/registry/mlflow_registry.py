@@ -87,11 +87,12 @@ def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
     if comparison is None:
         return True, "no champion yet: the first candidate becomes champion"
     overall = comparison.diffs["overall"]
-    if comparison.regressions:
-        worst = min(comparison.regressions, key=lambda d: comparison.diffs[d].value)
+    regressions = [d for d, e in comparison.diffs.items() if d != "overall" and e.n and e.value < -gate.tolerance]
+    if regressions:
+        worst = min(regressions, key=lambda d: comparison.diffs[d].value)
         e = comparison.diffs[worst]
         return False, (f"kept {comparison.baseline}: {worst} regressed by {-e.value:.3f} pass@1 "
-                       f"(tolerance {comparison.tolerance:.3f}; domains regressed: {', '.join(comparison.regressions)})")
+                       f"(tolerance {gate.tolerance:.3f}; domains regressed: {', '.join(regressions)})")
     if not overall.n:
         return False, f"kept {comparison.baseline}: no shared tasks to compare on"
     if overall.value <= gate.margin:
@@ -102,7 +103,7 @@ def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
                        f"(CI lower bound {overall.lo:+.3f} <= 0)")
     return True, (f"promoted {comparison.candidate}: overall pass@1 {overall.value:+.3f} "
                   f"[{overall.lo:+.3f}, {overall.hi:+.3f}] > margin {gate.margin:.3f}, no domain regressed "
-                  f"beyond {comparison.tolerance:.3f}")
+                  f"beyond {gate.tolerance:.3f}")
 
 
 class Registry:
@@ -242,9 +243,10 @@ def promote_if_better(
                                           "flywheel.gate": json.dumps(asdict(gate))})
     after = registry.champion()
     overall = comparison.diffs["overall"].value if comparison else None
+    regressions = tuple(d for d, e in (comparison.diffs.items() if comparison else ())
+                        if d != "overall" and e.n and e.value < -gate.tolerance)
     return PromotionDecision(promote, reason, candidate.uri, before.uri if before else None,
-                             after.uri if after else None, overall,
-                             comparison.regressions if comparison else ())
+                             after.uri if after else None, overall, regressions)
 
 
 @dataclass(frozen=True)

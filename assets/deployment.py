@@ -1,0 +1,81 @@
+"""`deployed_model`: register the candidate with its lineage, gate it, write its vLLM serving manifest."""
+
+import json
+
+import dagster as dg
+
+from assets.evaluation import policy_path, tracking_uri
+from assets.partitions import base_models
+from flywheel.registry.mlflow_registry import GateConfig
+
+OWNERS = ["team:flywheel-deploy"]
+
+
+class DeployConfig(dg.Config):
+    """The promotion gate (`.to_lib()` -> `GateConfig`) and the serving shape."""
+
+    margin: float = 0.0
+    tolerance: float = 0.05
+    require_significant: bool = False
+    serving_gpus: int = 1
+    serving_gpu_kind: str = ""
+
+    def to_lib(self) -> GateConfig:
+        return GateConfig(margin=self.margin, tolerance=self.tolerance, require_significant=self.require_significant)
+
+
+def training_lineage(context: dg.AssetExecutionContext, release: str) -> tuple[str | None, list[str]]:
+    """The MLflow training run and log partitions `rlvr_policy` recorded for this base model."""
+    recs = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("rlvr_policy"), asset_partitions=[release]), limit=1).records
+    meta = {k: getattr(v, "value", v) for k, v in (recs[0].asset_materialization.metadata if recs else {}).items()}
+    run_id = meta.get("mlflow_run_id") or meta.get("run_id")
+    parts = meta.get("log_partitions") or []
+    if isinstance(parts, str):
+        parts = json.loads(parts) if parts.startswith("[") else [p for p in parts.split(",") if p]
+    return (str(run_id) if run_id else None), list(parts)
+
+
+@dg.asset(
+    partitions_def=base_models,
+    deps=["eval_report"],
+    group_name="deployment",
+    owners=OWNERS,
+    kinds={"mlflow", "vllm"},
+    check_specs=[dg.AssetCheckSpec(
+        "champion_not_regressed", asset="deployed_model",
+        description="The champion served now is not worse than the base model it replaced in any domain.")],
+    description="Registers the candidate as a version of `flywheel-policy` in the MLflow registry with its "
+                "lineage (base model, log partitions, training run, eval run) and moves the `champion` alias "
+                "to it only if it beats the champion by the margin with no domain regression beyond "
+                "tolerance. Writes serving.json/yaml (vLLM args, default + fast) next to the model. "
+                "`flywheel rollback` undoes a promotion.",
+)
+def deployed_model(context: dg.AssetExecutionContext, config: DeployConfig) -> dg.MaterializeResult:
+    from flywheel.evaluation.candidate import eval_dir
+    from flywheel.gpu import GpuSpec
+    from flywheel.paths import FlywheelPaths
+    from flywheel.registry.deploy import champion_regression, deploy_candidate
+
+    release, paths = context.partition_key, FlywheelPaths.from_env().ensure()
+    run_id, parts = training_lineage(context, release)
+    res = deploy_candidate(
+        policy_path(release), release, eval_dir(paths, release), parts, run_id, gate=config.to_lib(),
+        gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind), paths=paths,
+        tracking_uri=tracking_uri(), extra_lineage={"dagster_run_id": context.run_id},
+    )
+    ok, details = champion_regression(tracking_uri(), tolerance=config.tolerance)
+    context.log.info(res.decision.reason)
+    return dg.MaterializeResult(
+        metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,
+                  "candidate": res.candidate.uri, "champion": res.champion.uri,
+                  "champion_model_path": dg.MetadataValue.path(res.champion.model_path),
+                  "serving_manifest": dg.MetadataValue.path(res.serving_paths["yaml"]),
+                  "vllm_command": dg.MetadataValue.md(f"```\n{res.serve_command()}\n```")},
+        check_results=[dg.AssetCheckResult(check_name="champion_not_regressed", passed=ok,
+                                           metadata={k: json.dumps(v) if isinstance(v, dict) else str(v)
+                                                     for k, v in details.items()})],
+    )
+
+
+ASSETS = [deployed_model]

@@ -1,0 +1,114 @@
+"""`eval_report`: the candidate policy and the current champion on the same held-out tasks."""
+
+import os
+
+import dagster as dg
+
+from assets.partitions import base_models
+from flywheel.evaluation.suites import EvalConfig
+from flywheel.gpu import GpuSpec
+from resources.gpu import GpuResource, gpu_op_tags
+
+EVAL_GPU = GpuSpec(count=1)
+"""Evaluation samples with the rollout engine: one GPU where there is one (CPU otherwise)."""
+OWNERS = ["team:flywheel-eval"]
+
+
+class EvalReportConfig(dg.Config):
+    """What the evaluation runs (`.to_lib()` -> `EvalConfig`); logged as MLflow params."""
+
+    n_samples: int = 2
+    temperature: float = 0.7
+    max_new_tokens: int = 160
+    max_steps: int = 6
+    seed: int = 0
+    tasks_math: int = 12
+    tasks_code: int = 6
+    tasks_agent: int = 6
+    price_per_1k_prompt_tokens: float = 0.0005
+    price_per_1k_completion_tokens: float = 0.0015
+    regression_tolerance: float = 0.05
+
+    def to_lib(self) -> EvalConfig:
+        return EvalConfig(
+            n_samples=self.n_samples, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+            max_steps=self.max_steps, seed=self.seed,
+            tasks_per_domain={"math": self.tasks_math, "code": self.tasks_code, "agent": self.tasks_agent},
+            price_per_1k_prompt_tokens=self.price_per_1k_prompt_tokens,
+            price_per_1k_completion_tokens=self.price_per_1k_completion_tokens,
+        )
+
+
+def tracking_uri() -> str:
+    from flywheel.paths import FlywheelPaths
+
+    return os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().mlflow_uri
+
+
+def base_model_path(context: dg.AssetExecutionContext, release: str):
+    """The checkpoint folder the `base_model` asset recorded for this partition (metadata `path`)."""
+    from flywheel.paths import FlywheelPaths
+
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("base_model"), asset_partitions=[release]), limit=1
+    ).records
+    for rec in records:
+        path = rec.asset_materialization.metadata.get("path")
+        if path is not None:
+            return str(getattr(path, "value", path))
+    return str(FlywheelPaths.from_env().models / "base" / release)
+
+
+def policy_path(release: str):
+    from flywheel.paths import FlywheelPaths
+
+    return FlywheelPaths.from_env().models / "policies" / release
+
+
+@dg.asset(
+    partitions_def=base_models,
+    deps=["rlvr_policy"],
+    group_name="evaluation",
+    owners=OWNERS,
+    kinds={"pytorch", "mlflow"},
+    op_tags=gpu_op_tags(EVAL_GPU),
+    pool=EVAL_GPU.pool,
+    check_specs=[
+        dg.AssetCheckSpec("eval_set_decontaminated", asset="eval_report", blocking=True,
+                          description="No held-out eval prompt occurs in the training task pool."),
+        dg.AssetCheckSpec("no_domain_regression_vs_champion", asset="eval_report",
+                          description="No domain's pass@1 dropped vs the champion beyond tolerance (warning; "
+                                      "the promotion gate acts on it)."),
+    ],
+    description="Held-out evaluation (math, code, multi-step agent tasks; scored by the verifiers in the "
+                "sandbox) of the candidate policy and of the current champion on the same tasks: pass@1, "
+                "pass@k, steps, tokens, latency, cost per task with bootstrap CIs, and the paired difference. "
+                "With no champion yet, the base model is the champion (the 'before' numbers).",
+)
+def eval_report(context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource) -> dg.MaterializeResult:
+    from flywheel.evaluation.candidate import dagster_summary, evaluate_candidate, training_prompts
+    from flywheel.paths import FlywheelPaths
+
+    release, paths = context.partition_key, FlywheelPaths.from_env().ensure()
+    prompts = training_prompts(paths.warehouse)
+    ev = evaluate_candidate(
+        policy_path(release), release, base_model_path(context, release), config.to_lib(), paths,
+        tracking_uri(), train_prompts=prompts or [], tolerance=config.regression_tolerance,
+        device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},
+    )
+    c = ev.candidate.contamination
+    return dg.MaterializeResult(
+        metadata={"report": dg.MetadataValue.md(ev.markdown), **dagster_summary(ev)},
+        check_results=[
+            dg.AssetCheckResult(check_name="eval_set_decontaminated", passed=bool(prompts) and c.clean,
+                                severity=dg.AssetCheckSeverity.ERROR,
+                                metadata={**c.to_dict(), "pool_found": prompts is not None}),
+            dg.AssetCheckResult(check_name="no_domain_regression_vs_champion",
+                                passed=not ev.comparison.regressions, severity=dg.AssetCheckSeverity.WARN,
+                                metadata={"regressions": ", ".join(ev.comparison.regressions) or "none",
+                                          "tolerance": config.regression_tolerance}),
+        ],
+    )
+
+
+ASSETS = [eval_report]

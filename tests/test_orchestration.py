@@ -1,0 +1,181 @@
+"""Jobs, schedule and sensors of the flywheel, and eval_report -> deployed_model under dagster.materialize()."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.orchestration import (
+    BASE_MODEL_ASSETS,
+    DAILY_ASSETS,
+    base_model_job,
+    base_model_release_sensor,
+    current_base_model,
+    daily_logs_job,
+    daily_turn_schedule,
+)
+from assets.partitions import base_models, daily_logs
+
+
+def _checkpoint(root: Path, name: str, complete: bool = True) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text("{}")
+    if complete:
+        (d / "model.safetensors").write_bytes(b"\0")
+    return d
+
+
+def test_jobs_split_by_partitions_and_schedule_targets_daily_job():
+    from assets.definitions import defs
+
+    daily, model = defs.resolve_job_def("daily_logs_job"), defs.resolve_job_def("base_model_job")
+    assert daily.partitions_def == daily_logs and model.partitions_def == base_models
+    graph = defs.resolve_asset_graph()
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} >= set(DAILY_ASSETS) | set(BASE_MODEL_ASSETS)
+    assert daily_turn_schedule.job_name == daily_logs_job.name and daily_turn_schedule.cron_schedule == "0 2 * * *"
+    assert base_model_job.tags["flywheel/gpu"]  # dagster.yaml limits runs with this tag to one at a time
+    for key in ("eval_report", "deployed_model"):
+        node = graph.get(dg.AssetKey(key))
+        assert node.description and node.owners and node.group_name in ("evaluation", "deployment")
+
+
+def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path, monkeypatch):
+    releases = tmp_path / "releases"
+    monkeypatch.setenv("FLYWHEEL_BASE_MODELS_DIR", str(releases))
+    instance = dg.DagsterInstance.ephemeral()
+    ctx = dg.build_sensor_context(instance=instance)
+    assert isinstance(base_model_release_sensor(ctx), dg.SkipReason)  # folder does not exist yet
+
+    _checkpoint(releases, "llama-3b-v1")
+    _checkpoint(releases, "copying-still", complete=False)
+    (releases / "not-a-model").mkdir()
+    result = base_model_release_sensor(dg.build_sensor_context(instance=instance))
+    assert isinstance(result, dg.SensorResult)
+    [add] = result.dynamic_partitions_requests
+    assert add.partitions_def_name == base_models.name and list(add.partition_keys) == ["llama-3b-v1"]
+    [req] = result.run_requests
+    assert req.partition_key == "llama-3b-v1" and req.run_key == "base-model-release:llama-3b-v1"
+    assert req.tags["flywheel/trigger"] == "base_model_release"
+
+    instance.add_dynamic_partitions(base_models.name, list(add.partition_keys))  # what the daemon does
+    assert isinstance(base_model_release_sensor(dg.build_sensor_context(instance=instance)), dg.SkipReason)
+    (releases / "copying-still" / "model.safetensors").write_bytes(b"\0")  # the copy finished
+    _checkpoint(releases, "llama-3b-v2")
+    result = base_model_release_sensor(dg.build_sensor_context(instance=instance))
+    assert sorted(result.dynamic_partitions_requests[0].partition_keys) == ["copying-still", "llama-3b-v2"]
+    assert sorted(r.partition_key for r in result.run_requests) == ["copying-still", "llama-3b-v2"]
+
+
+def test_release_sensor_runs_resolve_against_the_real_job(tmp_path, monkeypatch):
+    """Run the sensor through the Definitions: its run requests target base_model_job's partitions."""
+    from assets.definitions import defs
+
+    monkeypatch.setenv("FLYWHEEL_BASE_MODELS_DIR", str(tmp_path))
+    _checkpoint(tmp_path, "qwen-0.5b")
+    instance = dg.DagsterInstance.ephemeral()
+    sensor = defs.get_sensor_def("base_model_release_sensor")
+    data = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs))
+    assert [r.partition_key for r in data.run_requests] == ["qwen-0.5b"]
+    assert all(r.job_name in (None, "base_model_job") for r in data.run_requests)
+
+
+def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path, monkeypatch):
+    from flywheel.registry.mlflow_registry import Registry
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    instance = dg.DagsterInstance.ephemeral()
+    assert current_base_model(instance) == "tiny-v1"  # nothing known: the embedded default
+    instance.add_dynamic_partitions(base_models.name, ["tiny-v1", "tiny-v2"])
+    assert current_base_model(instance) == "tiny-v2"  # no champion: the newest release
+    reg = Registry(flywheel_home.mlflow_uri)
+    reg.ensure_champion(tmp_path, "tiny-v1")
+    assert current_base_model(instance) == "tiny-v1"  # the champion's base model
+
+
+def _tiny_checkpoint(path: Path) -> Path:
+    from tests.test_evaluation import _random_tiny
+
+    return _random_tiny(path)
+
+
+def _write_task_pool(warehouse: Path, prompts: list[str]) -> None:
+    """A `task_pool` table (mining's column contract) holding `prompts`."""
+    import duckdb
+
+    from flywheel.mining.pool import TASK_POOL_COLUMNS
+
+    con = duckdb.connect(str(warehouse))
+    cols = ", ".join(f"{n} {t}" for n, t in TASK_POOL_COLUMNS)
+    con.execute(f"CREATE OR REPLACE TABLE task_pool ({cols})")
+    con.executemany("INSERT INTO task_pool (task_id, domain, prompt) VALUES (?, ?, ?)",
+                    [(f"t{i}", "math", p) for i, p in enumerate(prompts)])
+    con.close()
+
+
+def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
+    """Contaminated pool blocks deployment; a clean one runs the gate, which refuses, then promotes."""
+    import shutil
+
+    import torch
+
+    from assets.deployment import deployed_model
+    from assets.evaluation import eval_report
+    from flywheel.tasks.suites import heldout_suite, train_suite
+    from resources.gpu import GpuResource
+
+    torch.set_num_threads(1)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    base = _tiny_checkpoint(flywheel_home.models / "base" / "tiny-test")
+    shutil.copytree(base, flywheel_home.models / "policies" / "tiny-test")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(base_models.name, ["tiny-test"])
+    run_config = {"ops": {
+        "eval_report": {"config": {"n_samples": 1, "tasks_math": 2, "tasks_code": 1, "tasks_agent": 1,
+                                   "max_new_tokens": 16, "max_steps": 2}},
+        "deployed_model": {"config": {"margin": 0.0}},
+    }}
+    pool = [t.prompt for t in train_suite("math", 40)]
+    _write_task_pool(flywheel_home.warehouse, [*pool, heldout_suite("math")[0].prompt])
+    res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
+                         resources={"gpu": GpuResource(device="cpu")}, run_config=run_config, raise_on_error=False)
+    checks = {c.check_name: c for c in res.get_asset_check_evaluations()}
+    assert not checks["eval_set_decontaminated"].passed  # the alarm, and it blocks deployment
+    assert checks["eval_set_decontaminated"].metadata["exact_overlap"].value == 1
+    assert "deployed_model" not in {m.asset_key.to_user_string() for m in res.get_asset_materialization_events()}
+
+    _write_task_pool(flywheel_home.warehouse, pool)
+    res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
+                         resources={"gpu": GpuResource(device="cpu")}, run_config=run_config)
+    assert res.success
+    mats = {m.asset_key.to_user_string(): m for m in res.get_asset_materialization_events()}
+    meta = mats["eval_report"].materialization.metadata
+    assert "data:image/png;base64," in meta["report"].value and "before/overall/pass@1" in meta
+    checks = {c.check_name: c for c in res.get_asset_check_evaluations()}
+    assert checks["eval_set_decontaminated"].passed
+    dep = mats["deployed_model"].materialization.metadata
+    # same weights as the base: no gain over the margin, so the base model stays champion
+    assert dep["promoted"].value is False and "does not beat the margin" in dep["reason"].value
+    assert dep["champion"].value == "flywheel-policy:1" and dep["candidate"].value == "flywheel-policy:2"
+    assert checks["champion_not_regressed"].passed
+    manifest = json.loads((flywheel_home.models / "policies" / "tiny-test" / "serving.json").read_text())
+    assert manifest["served_model_name"] == "flywheel-policy:2"
+    # a negative margin promotes an equal candidate: the gate both ways through the asset
+    res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance,
+                         run_config={"ops": {"deployed_model": {"config": {"margin": -0.01}}}})
+    dep = next(iter(res.get_asset_materialization_events())).materialization.metadata
+    assert dep["promoted"].value is True and dep["champion"].value == "flywheel-policy:3"
+
+
+@pytest.mark.parametrize("kind", ["multiprocess", "in_process"])
+def test_executor_switch(kind, monkeypatch):
+    from assets.orchestration import executor_from_env
+
+    monkeypatch.setenv("FLYWHEEL_EXECUTOR", kind)
+    assert executor_from_env().name == kind
+    monkeypatch.setenv("FLYWHEEL_EXECUTOR", "bogus")
+    with pytest.raises(ValueError):
+        executor_from_env()
