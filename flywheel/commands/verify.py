@@ -1,0 +1,106 @@
+"""`flywheel verify FILE.jsonl`: one verdict JSON per input line, in the same order.
+
+Each input line is `{"domain": ..., "task": {...}, "response": "..."}`. A line that cannot be
+judged (bad JSON, missing keys, unusable task) gets an error verdict naming the line and why;
+the other lines are judged regardless. `--json` prints one summary object after the verdicts
+when they go to `--out`, else the verdict lines are the JSON output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from flywheel.commands.output import add_json_flag, emit, fail
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("verify", help="judge responses: one verdict JSON per input line",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("file", help="JSONL file ('-' for stdin): {domain, task, response} per line")
+    p.add_argument("--out", help="write the verdict lines here instead of stdout")
+    p.add_argument("--concurrency", type=int, default=4, help="verifications in flight (default 4)")
+    p.add_argument("--cache", help="DuckDB file holding the verdict cache (default: none)")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def _error(lineno: int, why: str) -> dict[str, Any]:
+    return {"reward": 0.0, "passed": False, "reason": f"line {lineno}: {why}",
+            "details": {"error": "input", "line": lineno}}
+
+
+def _parse(lineno: int, line: str) -> dict[str, Any] | str:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        return f"not valid JSON ({e.msg} at column {e.colno})"
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, got {type(obj).__name__}"
+    missing = [k for k in ("domain", "task", "response") if k not in obj]
+    if missing:
+        return f"missing key(s) {missing}"
+    if not isinstance(obj["domain"], str):
+        return "'domain' must be a string"
+    if not isinstance(obj["task"], dict):
+        return "'task' must be a JSON object"
+    return obj
+
+
+def run(args: argparse.Namespace) -> int:
+    from flywheel.verifiers.batch import ScoreItem, score_batch
+    from flywheel.verifiers.cache import VerdictCache
+
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    except OSError as e:
+        return fail(f"cannot read {args.file}: {e.strerror or e}")
+    lines = text.splitlines()
+    out: list[dict[str, Any] | None] = [None] * len(lines)
+    items, where = [], []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            out[n - 1] = _error(n, "empty line")
+            continue
+        obj = _parse(n, line)
+        if isinstance(obj, str):
+            out[n - 1] = _error(n, obj)
+            continue
+        items.append(ScoreItem(obj["domain"], obj["task"], obj["response"]))
+        where.append(n - 1)
+    cache = VerdictCache(args.cache) if args.cache else None
+    try:
+        verdicts = score_batch(items, concurrency=max(1, args.concurrency), cache=cache, errors="none")
+    finally:
+        if cache is not None:
+            cache.close()
+    for i, v in zip(where, verdicts, strict=True):
+        if v is None:
+            out[i] = _error(i + 1, "the judge's infrastructure failed after retries (safe to re-run)")
+            out[i]["details"]["error"] = "infra"
+        else:
+            d = v.to_dict()
+            if v.details.get("error") == "task":
+                d["reason"] = f"line {i + 1}: {v.reason}"
+                d["details"] = dict(d["details"], line=i + 1)
+            out[i] = d
+    body = "".join(json.dumps(d, default=str, sort_keys=True) + "\n" for d in out)
+    summary = {
+        "lines": len(out),
+        "passed": sum(1 for d in out if d and d["passed"]),
+        "failed": sum(1 for d in out if d and not d["passed"] and "error" not in d["details"]),
+        "errors": sum(1 for d in out if d and "error" in d["details"]),
+    }
+    if args.out:
+        Path(args.out).write_text(body, encoding="utf-8")
+        emit(args, dict(summary, out=args.out),
+             f"{summary['lines']} lines: {summary['passed']} passed, {summary['failed']} failed, "
+             f"{summary['errors']} errors -> {args.out}")
+    else:
+        sys.stdout.write(body)
+        if not args.json and sys.stderr.isatty():
+            sys.stderr.write(f"{summary['passed']}/{summary['lines']} passed\n")
+    return 0
