@@ -32,12 +32,13 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from flywheel.logs import redact as R
 from flywheel.logs.schema import REQUIRED_FIELDS, TASK_LOG_SCHEMA
-from flywheel.warehouse import connect, ensure_tables
+from flywheel.warehouse import TASK_LOGS_ARROW, connect, ensure_tables, task_logs_dir
 
 FIELDS: tuple[str, ...] = tuple(TASK_LOG_SCHEMA.names[:-1])  # all but `extra`
 STRING_FIELDS = ("task_id", "domain", "model")
@@ -255,10 +256,11 @@ def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
     q = {n: '"' + n.replace('"', '""') + '"' for n in schema.names}
     checks: list[tuple[str, str, str | None, str]] = []
     val: dict[str, str] = {}
+    pre: list[str] = []
     for f in FIELDS:
         required = f in REQUIRED_FIELDS
         if f not in names:
-            val[f] = "NULL"
+            val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
             if required:
                 checks.append(("TRUE", "missing_field", f, _msg(P, f"'missing required field ''{f}'' (no such column)'")))
             continue
@@ -274,21 +276,23 @@ def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
                 checks.append((f"{c} IS NOT NULL AND {val[f]} IS NULL", "bad_timestamp", f,
                                _msg(P, f"'field ''timestamp'': ''' || left({c}, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
             else:
-                val[f] = "NULL"
+                val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
                 checks.append((*bad_type, _msg(P, f"'field ''timestamp'': expected ISO-8601 string or timestamp column, got {tname} ' || left({c}::VARCHAR, 60)")))
         elif f in JSON_FIELDS:
             want = JSON_FIELDS[f]
             if kind == "string":
                 val[f] = c
-                checks.append((f"{c} IS NOT NULL AND NOT json_valid({c})", "invalid_json", f,
+                jt = f"jt_{f}"  # one parse: TRY(json_type) is NULL exactly when the text is not JSON
+                pre.append(f"TRY(json_type({c})) AS {jt}")
+                checks.append((f"{c} IS NOT NULL AND {jt} IS NULL", "invalid_json", f,
                                _msg(P, f"'field ''{f}'' is not valid JSON: ' || left({c}, 60)")))
                 if want:
-                    checks.append((f"{c} IS NOT NULL AND json_type({c}) <> '{want}'", "wrong_type", f,
-                                   _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, got ' || lower(json_type({c})) || ' ' || left({c}, 60)")))
+                    checks.append((f"{jt} <> '{want}'", "wrong_type", f,
+                                   _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, got ' || lower({jt}) || ' ' || left({c}, 60)")))
             elif kind in ("list", "object") and (want is None or (want == "ARRAY") == (kind == "list")):
                 val[f] = f"to_json({c})::VARCHAR"
             else:
-                val[f] = "NULL"
+                val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
                 checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected JSON {(want or 'value').lower()}, got {tname} column'")))
             checks.append((f"strlen({val[f]}) > {cap}", "field_too_large", f,
                            _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen({val[f]})')} || ', over the {cap / 1048576:.1f} MiB per-field cap (max_field_bytes)'")))
@@ -300,7 +304,7 @@ def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
                     checks.append((f"strlen({c}) > {cap}", "field_too_large", f,
                                    _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen({c})')} || ', over the per-field cap'")))
             else:
-                val[f] = "NULL"
+                val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
                 checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected string, got {tname} ' || left({c}::VARCHAR, 60)")))
     unknown = [n for n in schema.names if n not in FIELDS and n not in ("extra", "line_no")]
     extra_parts = []
@@ -312,7 +316,7 @@ def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
         obj = "json_object(" + ", ".join(f"{_lit(n)}, {q[n]}" for n in unknown) + ")"
         extra_parts.append(obj)
     if not extra_parts:
-        val["extra"] = "NULL"
+        val["extra"] = "NULL::VARCHAR"
     elif len(extra_parts) == 1:
         val["extra"] = f"{extra_parts[0]}::VARCHAR"
     else:
@@ -323,7 +327,7 @@ def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
     SELECT line_no, err,
            CASE WHEN err IS NOT NULL THEN left(to_json({row})::VARCHAR, {opts.raw_preview_chars}) END AS raw,
            {", ".join(f"n_{f} AS {f}" for f in (*FIELDS, "extra"))}
-    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM _b) i
+    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM (SELECT *{"".join(", " + p for p in pre)} FROM _b)) i
     """
 
 
@@ -365,15 +369,78 @@ def _jsonl_chunks(src: SourceFile, chunk_bytes: int) -> Iterator[tuple[int, byte
             done += piece.count(b"\n")
 
 
+_HASH_SRC = ("concat_ws(chr(31), epoch_us(timestamp)::VARCHAR, task_id, domain, model, messages, outcome, "
+             "coalesce(reference, ''), coalesce(extra, ''))")
+_OUT_COLS = (*FIELDS, "extra")
+
+
+def _keyed(sql: str, hit: str) -> str:
+    """Wrap a validation query: key clean rows (content hash when id-less), flag ids already in the
+    warehouse (`seen`, a join the optimizer builds on the batch side) and, for new clean rows only,
+    whether redaction has to look at them (`hit`)."""
+    rest = ", ".join(c for c in _OUT_COLS if c != "id")
+    return f"""
+    SELECT v.line_no, v.err, v.raw, v.id, {rest}, k.id IS NOT NULL AS seen,
+           CASE WHEN v.err IS NULL AND k.id IS NULL THEN coalesce({hit}, false) ELSE false END AS hit
+    FROM (SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
+          FROM ({sql}) v0) v
+    LEFT JOIN task_log_ids k ON v.id = k.id
+    """
+
+
+class _PartWriter:
+    """Parquet files of one run, one per log day: `<task_logs dir>/<YYYY-MM-DD>/part-<run>.parquet`."""
+
+    def __init__(self, folder: Path, run_id: str):
+        self.folder, self.run_id = folder, run_id
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.paths: list[Path] = []
+
+    def write(self, table: pa.Table) -> None:
+        days = table["log_date"].unique()
+        for day in days.to_pylist():
+            part = table if len(days) == 1 else table.filter(pc.equal(table["log_date"], pa.scalar(day, pa.date32())))
+            key = day.isoformat()
+            if key not in self.writers:
+                path = self.folder / key / f"part-{self.run_id}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.paths.append(path)
+                self.writers[key] = pq.ParquetWriter(path, TASK_LOGS_ARROW, compression="snappy",
+                                                     use_dictionary=["task_id", "domain", "model", "source_file"])
+            self.writers[key].write_table(part.cast(TASK_LOGS_ARROW))
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            w.close()
+        self.writers.clear()
+
+    def discard(self) -> None:
+        self.close()
+        for p in self.paths:
+            p.unlink(missing_ok=True)
+
+
 class _Loader:
-    """State of one ingest call: connection, run id, report, options."""
+    """State of one ingest call: connection, run id, report, options, output files."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, opts: IngestOptions, log_date: dt.date | None,
                  report: IngestReport, progress: Callable[[int], None] | None):
         self.con, self.opts, self.report, self.progress = con, opts, report, progress
+        self.log_date = log_date
         self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
         self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        self._jsonl_sql = _jsonl_sql(opts)
+        self.hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if opts.redact else "false"
+        self._jsonl_sql = _keyed(_jsonl_sql(opts), self.hit)
+        self.out = _PartWriter(task_logs_dir(con), report.run_id)
+        counts = ", ".join(
+            f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k) for c in _TEXT_COLS)} AS r_{k}"
+            for k in R.KINDS
+        )
+        reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in _TEXT_COLS)
+        ok = ("json_valid(messages) AND json_valid(outcome) AND coalesce(json_valid(reference), true) "
+              "AND coalesce(json_valid(extra), true)")
+        self._red_sql = (f"SELECT line_no, id, timestamp, task_id, domain, model, {reds}, {counts} FROM _h")
+        self._red_sql = f"SELECT *, {ok} AS ok FROM ({self._red_sql})"
 
     # -- readers ------------------------------------------------------------------------------
     def load_jsonl(self, src: SourceFile) -> None:
@@ -387,10 +454,7 @@ class _Loader:
         bad: list[dict] = []
         try:
             text = piece.decode("utf-8")
-            lines = pa.array([text]).cast(pa.large_string())
-            import pyarrow.compute as pc
-
-            arr = pc.list_flatten(pc.split_pattern(lines, "\n"))
+            arr = pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n"))
             if text.endswith("\n"):
                 arr = arr.slice(0, len(arr) - 1)
             line_no = np.arange(before + 1, before + 1 + len(arr), dtype=np.int64)
@@ -406,19 +470,17 @@ class _Loader:
                     nos.append(n)
                 except UnicodeDecodeError as e:
                     bad.append(self._qrow(src, n, "invalid_utf8", None,
-                                          f"line {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); re-encode the file as UTF-8",
+                                          f"line {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); "
+                                          "re-encode the file as UTF-8",
                                           raw.decode("utf-8", "backslashreplace")))
             arr, line_no = pa.array(good, pa.large_string()), np.asarray(nos, dtype=np.int64)
         batch = pa.table({"line_no": line_no, "line": arr})
-        # blank lines are not records
-        import pyarrow.compute as pc
-
-        batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))
+        batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))  # blank: not records
         self.report.lines_read += len(batch) + len(bad)
         if bad:
             self._quarantine_rows(bad)
         if len(batch):
-            self._batch(src, batch, self._jsonl_sql, "line")
+            self._batch(src, batch, self._jsonl_sql, batch)
         if self.progress:
             self.progress(len(batch) + len(bad))
 
@@ -428,59 +490,134 @@ class _Loader:
         except Exception as e:  # noqa: BLE001 -- any unreadable file is a quarantine entry, never a crash
             self._file_error(src, f"not a readable Parquet file: {e}")
             return
-        sql = _parquet_sql(pf.schema_arrow, self.opts)
+        sql = _keyed(_parquet_sql(pf.schema_arrow, self.opts), self.hit)
         done = 0
-        try:
-            for rb in pf.iter_batches(batch_size=self.opts.parquet_batch_rows):
-                n = rb.num_rows
-                t = pa.Table.from_batches([rb]).append_column("line_no", pa.array(np.arange(done + 1, done + 1 + n, dtype=np.int64)))
-                done += n
-                self.report.lines_read += n
-                self._batch(src, t, sql, "row")
-                if self.progress:
-                    self.progress(n)
-        except (OSError, pa.ArrowException) as e:
-            self._file_error(src, f"Parquet read failed after row {done}: {e}")
+        batches = pf.iter_batches(batch_size=self.opts.parquet_batch_rows, use_threads=False)
+        while True:
+            try:
+                rb = next(batches, None)
+            except (OSError, pa.ArrowException) as e:  # corrupt page / row group: say where, keep going
+                self._file_error(src, f"Parquet read failed after row {done}: {e}")
+                return
+            if rb is None:
+                return
+            n = rb.num_rows
+            t = pa.Table.from_batches([rb]).append_column(
+                "line_no", pa.array(np.arange(done + 1, done + 1 + n, dtype=np.int64)))
+            done += n
+            self.report.lines_read += n
+            self._batch(src, t, sql, None)
+            if self.progress:
+                self.progress(n)
 
     def _file_error(self, src: SourceFile, reason: str) -> None:
         self.report.lines_read += 1
         self._quarantine_rows([self._qrow(src, 0, "unreadable_file", None, f"{src.name}: {reason}", "")])
 
     # -- one batch ----------------------------------------------------------------------------
-    def _batch(self, src: SourceFile, table: pa.Table, sql: str, unit: str) -> None:
-        con = self.con
-        con.register("_b", table)
+    def _query(self, sql: str, **tables: pa.Table) -> pa.Table:
+        for name, t in tables.items():
+            self.con.register(name, t)
         try:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _cand AS {sql}")
+            return self.con.sql(sql).to_arrow_table()
         finally:
-            con.unregister("_b")
-        self._quarantine_from_cand(src, table if unit == "line" else None)
-        self._insert_clean(src)
-        con.execute("DROP TABLE IF EXISTS _cand")
+            for name in tables:
+                self.con.unregister(name)
 
+    def _batch(self, src: SourceFile, table: pa.Table, sql: str, lines: pa.Table | None) -> None:
+        """Validate, quarantine, key, dedupe, redact and write one batch."""
+        cand = self._query(sql, _b=table)
+        bad = pc.is_valid(cand["err"])
+        if pc.any(bad).as_py():
+            self._quarantine_from_cand(src, cand.filter(bad), lines)
+            cand = cand.filter(pc.invert(bad))
+        n_clean = len(cand)
+        if not n_clean:
+            return
+        if pc.any(cand["seen"]).as_py():
+            cand = cand.filter(pc.invert(cand["seen"]))
+        new = cand.drop_columns(["err", "raw", "seen"])
+        if len(new) and self._query("SELECT count(DISTINCT id) FROM _n", _n=new.select(["id"]))[0][0].as_py() < len(new):
+            # the same id twice in this batch: keep its first line
+            first = pa.table({"id": new["id"], "i": np.arange(len(new))}).group_by("id").aggregate([("i", "min")])
+            new = new.take(pc.sort_indices(first["i_min"]))
+        red = None
+        if pc.any(new["hit"]).as_py():
+            red = self._redact(new.filter(new["hit"]))
+            new = new.filter(pc.invert(new["hit"]))
+        new = new.drop_columns(["hit"]).append_column("redactions", pa.array(np.zeros(len(new), np.int32)))
+        if red is not None:
+            new = pa.concat_tables([new, red.select(new.column_names).cast(new.schema)])
+        if len(new):
+            self._write(src, new)
+        self.report.ingested += len(new)
+        self.report.duplicates += n_clean - len(new)
+
+    def _write(self, src: SourceFile, new: pa.Table) -> None:
+        n = len(new)
+        if self.log_date:
+            day = pa.array(np.full(n, np.datetime64(self.log_date.isoformat(), "D")), pa.date32())
+        else:
+            day = pc.cast(new["timestamp"], pa.date32())
+        name = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.name])).cast(pa.string())
+        at = pa.array(np.full(n, np.datetime64(self.now, "us")), pa.timestamp("us"))
+        out = pa.table({
+            **{c: new[c] for c in _OUT_COLS},
+            "log_date": day, "source_file": name, "source_line": new["line_no"], "ingested_at": at,
+            "redactions": new["redactions"],
+        })
+        self.out.write(out)
+        self.con.register("_n", out.select(["id", "log_date"]))
+        try:
+            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date FROM _n")
+        finally:
+            self.con.unregister("_n")
+
+    def _redact(self, hits: pa.Table) -> pa.Table:
+        """Rows with a possible finding: replace in SQL, fall back to Python where that broke the JSON."""
+        red = self._query(self._red_sql, _h=hits)
+        if not pc.all(red["ok"]).as_py():
+            rows = red.to_pylist()
+            orig = {r["id"]: r for r in hits.to_pylist()}
+            for r in rows:
+                if r["ok"]:
+                    continue
+                o = orig[r["id"]]
+                for k in R.KINDS:
+                    r[f"r_{k}"] = 0
+                for c in _TEXT_COLS:
+                    r[c], cnt = R.redact_json_text(o[c], messages=(c == "messages"))
+                    for k, v in cnt.items():
+                        r[f"r_{k}"] += v
+            red = pa.Table.from_pylist(rows, schema=red.schema)
+        tot = None
+        for k in R.KINDS:
+            col = pc.cast(red[f"r_{k}"], pa.int64())
+            n = int(pc.sum(col).as_py() or 0)
+            if n:
+                self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + n
+                self.report.redactions += n
+            tot = col if tot is None else pc.add(tot, col)
+        return red.append_column("redactions", pc.cast(tot, pa.int32()))
+
+    # -- quarantine ---------------------------------------------------------------------------
     def _qrow(self, src: SourceFile, line: int, kind: str, fld: str | None, reason: str, raw: str) -> dict:
         return {"source_file": src.name, "source_line": line, "reason": reason, "field": fld,
-                "raw": raw[: self.opts.raw_preview_chars], "kind": kind}
+                "raw": raw[: self.opts.raw_preview_chars], "kind": kind, "log_date": None}
 
-    def _quarantine_from_cand(self, src: SourceFile, lines: pa.Table | None) -> None:
-        rows = self.con.execute(
-            "SELECT line_no, err.k, err.f, err.m, raw, timestamp::DATE FROM _cand WHERE err IS NOT NULL"
-        ).fetchall()
-        if not rows:
-            return
+    def _quarantine_from_cand(self, src: SourceFile, bad: pa.Table, lines: pa.Table | None) -> None:
+        rows = bad.select(["line_no", "err", "raw", "timestamp"]).to_pylist()
         full: dict[int, str] = {}
-        need = [r[0] for r in rows if r[1] == "invalid_json"]
+        need = [r["line_no"] for r in rows if r["err"]["k"] == "invalid_json"]
         if need and lines is not None:
-            import pyarrow.compute as pc
-
             sel = lines.filter(pc.is_in(lines["line_no"], pa.array(need, pa.int64())))
             full = dict(zip(sel["line_no"].to_pylist(), sel["line"].to_pylist(), strict=True))
         out = []
-        for line_no, kind, fld, msg, raw, day in rows:
-            if kind == "invalid_json" and line_no in full:
-                msg = f"line {line_no}: {_json_error(full[line_no])}"
-            q = self._qrow(src, line_no, kind, fld, msg, raw or "")
-            q["log_date"] = day
+        for r in rows:
+            e, n = r["err"], r["line_no"]
+            msg = f"line {n}: {_json_error(full[n])}" if e["k"] == "invalid_json" and n in full else e["m"]
+            q = self._qrow(src, n, e["k"], e["f"], msg, r["raw"] or "")
+            q["log_date"] = r["timestamp"].date() if r["timestamp"] else None
             out.append(q)
         self._quarantine_rows(out)
 
@@ -488,11 +625,7 @@ class _Loader:
         for r in rows:
             self.report.by_reason[r["kind"]] = self.report.by_reason.get(r["kind"], 0) + 1
         self.report.quarantined += len(rows)
-        t = pa.Table.from_pylist(
-            [{**r, "log_date": r.get("log_date")} for r in rows],
-            schema=pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),
-                              ("field", pa.string()), ("raw", pa.string()), ("kind", pa.string()), ("log_date", pa.date32())]),
-        )
+        t = pa.Table.from_pylist(rows, schema=_Q_SCHEMA)
         self.con.register("_q", t)
         try:
             self.con.execute(
@@ -508,75 +641,9 @@ class _Loader:
         finally:
             self.con.unregister("_q")
 
-    def _insert_clean(self, src: SourceFile) -> None:
-        con, opts = self.con, self.opts
-        hash_src = ("concat_ws(chr(31), epoch_us(timestamp)::VARCHAR, task_id, domain, model, messages, outcome, "
-                    "coalesce(reference, ''), coalesce(extra, ''))")
-        hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if opts.redact else "false"
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE _new AS
-            SELECT coalesce(id, md5({hash_src})) AS id, timestamp, task_id, domain, model, messages, outcome,
-                   reference, extra, line_no
-            FROM _cand WHERE err IS NULL
-        """)
-        n_clean = con.execute("SELECT count(*) FROM _new").fetchone()[0]
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE _new AS
-            SELECT *, {hit} AS hit FROM _new n
-            WHERE NOT EXISTS (SELECT 1 FROM task_logs t WHERE t.id = n.id)
-            QUALIFY row_number() OVER (PARTITION BY id ORDER BY line_no) = 1
-        """)
-        meta = (f"coalesce({self.log_date_sql}, timestamp::DATE), {_lit(src.name)}, line_no, "
-                f"?::TIMESTAMP")
-        base = "id, timestamp, task_id, domain, model"
-        con.execute(f"INSERT INTO task_logs SELECT {base}, messages, outcome, reference, extra, {meta}, 0 "
-                    "FROM _new WHERE NOT hit", [self.now])
-        n_new = con.execute("SELECT count(*) FROM _new").fetchone()[0]
-        if opts.redact:
-            self._insert_redacted(meta, base)
-        con.execute("DROP TABLE IF EXISTS _new")
-        self.report.ingested += n_new
-        self.report.duplicates += n_clean - n_new
 
-    def _insert_redacted(self, meta: str, base: str) -> None:
-        """Rows with a finding: replace in SQL, fall back to Python where that broke the JSON."""
-        con = self.con
-        counts = ", ".join(
-            f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k) for c in _TEXT_COLS)} AS r_{k}"
-            for k in R.KINDS
-        )
-        reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in _TEXT_COLS)
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE _red AS
-            SELECT {base}, {reds}, line_no, {counts},
-                   messages AS o_messages, outcome AS o_outcome, reference AS o_reference, extra AS o_extra
-            FROM _new WHERE hit
-        """)
-        broken = con.execute(
-            "SELECT id, o_messages, o_outcome, o_reference, o_extra FROM _red WHERE NOT (json_valid(messages) "
-            "AND json_valid(outcome) AND coalesce(json_valid(reference), true) AND coalesce(json_valid(extra), true))"
-        ).fetchall()
-        for rid, *texts in broken:
-            new, tot = [], dict.fromkeys(R.KINDS, 0)
-            for t in texts:
-                red, c = R.redact_json_text(t)
-                new.append(red)
-                for k, n in c.items():
-                    tot[k] += n
-            con.execute(
-                f"UPDATE _red SET messages = ?, outcome = ?, reference = ?, extra = ?, "
-                f"{', '.join(f'r_{k} = ?' for k in R.KINDS)} WHERE id = ?",
-                [*new, *(tot[k] for k in R.KINDS), rid],
-            )
-        total = " + ".join(f"r_{k}" for k in R.KINDS)
-        con.execute(f"INSERT INTO task_logs SELECT {base}, messages, outcome, reference, extra, {meta}, {total} "
-                    "FROM _red", [self.now])
-        sums = con.execute(f"SELECT {', '.join(f'coalesce(sum(r_{k}), 0)' for k in R.KINDS)} FROM _red").fetchone()
-        for k, n in zip(R.KINDS, sums, strict=True):
-            if n:
-                self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + int(n)
-                self.report.redactions += int(n)
-        con.execute("DROP TABLE IF EXISTS _red")
+_Q_SCHEMA = pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),
+                       ("field", pa.string()), ("raw", pa.string()), ("kind", pa.string()), ("log_date", pa.date32())])
 
 
 def ingest(
@@ -592,31 +659,45 @@ def ingest(
     `con` is an open DuckDB connection, a warehouse path, or None for `$FLYWHEEL_HOME`'s warehouse.
     `log_date` stamps every row's `log_date` (the daily partition); without it the record's UTC
     date is used. `progress(n)` is called after each batch with the lines it read.
-    Raises FileNotFoundError when `source` does not exist; bad content never raises.
+    A run is atomic: on an exception nothing of it stays (ids rolled back, its Parquet files
+    deleted). Raises FileNotFoundError when `source` does not exist; bad content never raises.
     """
     opts = options or IngestOptions()
     day = dt.date.fromisoformat(log_date) if isinstance(log_date, str) else log_date
+    sources = list_sources(source)
     own = not isinstance(con, duckdb.DuckDBPyConnection)
     connection = connect(con) if own else con
+    loader = None
     try:
         ensure_tables(connection)
         connection.execute("SET TimeZone = 'UTC'")
-        sources = list_sources(source)
         report = IngestReport(run_id=uuid.uuid4().hex, source=os.fspath(source), files=len(sources),
                               log_date=day.isoformat() if day else None)
         t0, started = time.perf_counter(), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        connection.begin()
         loader = _Loader(connection, opts, day, report, progress)
         for src in sources:
             (loader.load_parquet if src.format == "parquet" else loader.load_jsonl)(src)
+        loader.out.close()
         report.seconds = time.perf_counter() - t0
-        assert report.balanced, f"ingest lost count: {report}"
+        if not report.balanced:
+            raise AssertionError(f"ingest lost count (a bug): {report}")
         connection.execute(
             "INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [report.run_id, report.source, day, started, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
              report.seconds, report.files, report.lines_read, report.ingested, report.quarantined,
              report.duplicates, report.redactions, json.dumps(report.by_reason, sort_keys=True)],
         )
+        connection.commit()
         return report
+    except BaseException:
+        if loader is not None:
+            loader.out.discard()
+        try:
+            connection.rollback()
+        except duckdb.Error:
+            pass
+        raise
     finally:
         if own:
             connection.close()

@@ -1,0 +1,64 @@
+"""Ingest throughput: N synthetic log rows as Parquet -> DuckDB warehouse.
+
+Prints rows/s and peak RSS; the last line is one JSON object with the measured figures.
+Target on a 2-core box: >= 1 million rows/s, peak RSS < 2 GiB.
+
+    python benchmarks/bench_ingest.py --rows 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flywheel.logs.ingest import ingest  # noqa: E402
+from flywheel.logs.synthetic import generate_parquet_logs  # noqa: E402
+from flywheel.warehouse import connect  # noqa: E402
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2, help="DuckDB threads (the target is for 2 cores)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "logs" / "part-0.parquet"
+        t0 = time.perf_counter()
+        generate_parquet_logs(src, args.rows, args.seed)
+        gen_s = time.perf_counter() - t0
+        con = connect(Path(d) / "warehouse.duckdb")
+        con.execute(f"SET threads = {args.threads}")
+        t0 = time.perf_counter()
+        rep = ingest(src, con)
+        secs = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rep2 = ingest(src, con)  # idempotent re-ingest: everything is a duplicate
+        re_secs = time.perf_counter() - t0
+        con.close()
+        size_mib = src.stat().st_size / 2**20
+    rate = rep.lines_read / secs
+    print(f"generated {args.rows:,} rows ({size_mib:.0f} MiB Parquet) in {gen_s:.1f} s")
+    print(f"ingest:    {rate:>12,.0f} rows/s  ({secs:.2f} s; ingested {rep.ingested:,}, "
+          f"quarantined {rep.quarantined:,}, redactions {rep.redactions:,})")
+    print(f"re-ingest: {rep2.lines_read / re_secs:>12,.0f} rows/s  ({re_secs:.2f} s; duplicates {rep2.duplicates:,})")
+    print(f"target 1,000,000 rows/s: {rate / 1e6:.2f}x   peak RSS {peak_rss_mib():.0f} MiB (target < 2048)")
+    out = {"rows": args.rows, "ingest_rows_per_s": round(rate), "reingest_rows_per_s": round(rep2.lines_read / re_secs),
+           "peak_rss_mib": round(peak_rss_mib(), 1), "redactions": rep.redactions}
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
