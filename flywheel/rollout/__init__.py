@@ -1,1 +1,53 @@
-"""flywheel.rollout."""
+"""flywheel.rollout: engines that sample rollouts (torch by default, vLLM on GPUs), one protocol.
+
+`generate_for_tasks` is the entry point the trainer and evaluation use: it renders each
+task with the shared chat template, gives agent tasks their tool environment, and fills
+`task_id`, `domain` and `group_id` on every rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flywheel.rollout.base import RolloutEngine, ToolEnv, ToolFactory
+from flywheel.rollout.types import Rollout, SamplingParams, ToolStep
+
+DEFAULT_MAX_STEPS = 6
+"""Tool calls per agent rollout: the longest gold trajectory (3 changes + finish) plus slack."""
+
+
+def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: int = 1,
+                       sampling: SamplingParams | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> list[Rollout]:
+    """`n_samples` rollouts per task (prompt-major; `group_id` = task index in `tasks`)."""
+    from flywheel.models.chat import render_prompt
+    from flywheel.rollout.multistep import inventory_tools
+
+    prompts = [render_prompt(t.domain, t.prompt) for t in tasks]
+    tools = [inventory_tools(t.reference) if t.domain == "agent" else None for t in tasks]
+    has_tools = any(x is not None for x in tools)
+    out = engine.generate(prompts, n_samples, sampling, tools=tools if has_tools else None,
+                          max_steps=max_steps if has_tools else 1)
+    for r in out:
+        t = tasks[r.group_id]
+        r.task_id, r.domain = t.task_id, t.domain
+    return out
+
+
+def build_engine(kind: str, model_path: str, device: str = "cpu", dtype: str = "float32", **kw: Any) -> RolloutEngine:
+    """An engine by name ("torch" | "vllm") over the checkpoint folder `model_path`."""
+    if kind == "torch":
+        from flywheel.rollout.torch_engine import TorchEngine
+
+        return TorchEngine.from_pretrained(model_path, device=device, dtype=dtype, **kw)
+    if kind == "vllm":
+        from flywheel.rollout.vllm_engine import VllmEngine
+
+        return VllmEngine.from_pretrained(model_path, dtype=dtype, **kw)
+    raise ValueError(f"engine must be 'torch' or 'vllm', got {kind!r}")
+
+
+__all__ = [
+    "DEFAULT_MAX_STEPS", "Rollout", "RolloutEngine", "SamplingParams", "ToolEnv", "ToolFactory", "ToolStep",
+    "build_engine", "generate_for_tasks",
+]

@@ -1,0 +1,52 @@
+"""Load any Hugging Face causal LM from a local folder: how users bring Qwen, Llama, or the tiny model.
+
+Offline only (`local_files_only=True`): the folder must hold `config.json`, the weights
+(safetensors) and the tokenizer files. The tokenizer is set to left padding and gets a
+pad token (EOS) if it has none, which is what batched sampling needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def is_checkpoint_dir(path: str | Path) -> bool:
+    """True if `path` looks like an HF causal-LM folder (config + weights)."""
+    p = Path(path)
+    has_weights = any(p.glob("*.safetensors")) or any(p.glob("*.bin"))
+    return p.is_dir() and (p / "config.json").is_file() and has_weights
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    tok.padding_side = "left"
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
+               trainable: bool = False) -> tuple[Any, Any]:
+    """(model, tokenizer) from a local checkpoint folder; eval mode unless `trainable`."""
+    from transformers import AutoModelForCausalLM
+
+    p = Path(path)
+    if not is_checkpoint_dir(p):
+        raise FileNotFoundError(f"{p} is not a Hugging Face checkpoint folder (config.json + *.safetensors)")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    model = AutoModelForCausalLM.from_pretrained(str(p), local_files_only=True, dtype=DTYPES[dtype])
+    model.to(device)
+    model.train(trainable)
+    return model, load_tokenizer(p)
+
+
+def param_count(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())
