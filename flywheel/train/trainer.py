@@ -350,9 +350,10 @@ def train_rlvr(
                 on_step(step, metrics)
             done = step + 1
             if (cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == end:
+                pending = pipeline.pending()  # first: the prefetch also updates the scheduler's pass rates
                 save_checkpoint(run_dir, done, backend, {
                     "history": history, "scheduler": scheduler.state_dict(), "mlflow_run_id": tele.run_id,
-                    "config": cfg.to_dict(), "pending": pipeline.pending(),
+                    "config": cfg.to_dict(), "pending": pending,
                 })
         status = "FINISHED" if end == cfg.steps else "KILLED"
     finally:
