@@ -133,3 +133,21 @@ def test_torch_engine_eval_report_and_mlflow(flywheel_home, tmp_path):
     assert run.data.params["eval_n_samples"] == "2"
     names = {f.path for f in client.list_artifacts(run_id, "eval_report")}
     assert {"eval_report/report.md", "eval_report/pass_rates.png", "eval_report/report.json"} <= names
+
+
+def test_evaluate_cli_json(tmp_path, capsys):
+    import torch
+
+    from flywheel.cli import main
+
+    torch.set_num_threads(1)
+    path = _random_tiny(tmp_path / "tiny")
+    argv = ["evaluate", str(path), "--baseline", str(path), "--n-samples", "1", "--tasks", "math=2,agent=1",
+            "--max-new-tokens", "16", "--out", str(tmp_path / "rep"), "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["pass_rates"]) == {"math", "agent", "overall"}
+    assert out["comparison"]["diffs"]["overall"]["value"] == 0.0  # same weights, same seed, same tasks
+    assert Path(out["report"]["chart"]).exists()
+    assert main(["evaluate", str(tmp_path / "missing"), "--json"]) == 2
+    assert main(["evaluate", str(path), "--tasks", "poetry=3"]) == 2
