@@ -204,7 +204,7 @@ def _jsonl_sql(opts: IngestOptions) -> str:
     checks.append((f"strlen(x_extra) > {cap}", "field_too_large", "extra",
                    _msg(P, f"'unknown fields total ' || {_mib('strlen(x_extra)')} || ', over the per-field cap'")))
     checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
-                   _msg(P, "'field ''timestamp'': ' || left(j_timestamp, 60) || ' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+                   _msg(P, "'field ''timestamp'': ''' || left(j_timestamp->>'$', 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
     cols = ", ".join(f"v[{i + 1}] AS j_{f}" for i, f in enumerate(FIELDS))
     return f"""
     WITH a AS (
@@ -540,7 +540,7 @@ class _Loader:
         if len(new) and self._query("SELECT count(DISTINCT id) FROM _n", _n=new.select(["id"]))[0][0].as_py() < len(new):
             # the same id twice in this batch: keep its first line
             first = pa.table({"id": new["id"], "i": np.arange(len(new))}).group_by("id").aggregate([("i", "min")])
-            new = new.take(pc.sort_indices(first["i_min"]))
+            new = new.take(np.sort(first["i_min"].to_numpy()))
         red = None
         if pc.any(new["hit"]).as_py():
             red = self._redact(new.filter(new["hit"]))

@@ -1,0 +1,127 @@
+"""`raw_task_logs` (one day of raw logs ingested) and `task_logs` (the cleaned table) with checks.
+
+How they relate: materializing a `raw_task_logs` partition ingests that day's raw files (local
+folder or any URI, see `LogSourceResource`) into the warehouse: clean rows land in `task_logs`
+(stamped `log_date` = the partition), bad lines in `quarantine`. The `task_logs` asset is the
+cleaned table as a whole: it summarizes it and its checks guard everything downstream.
+"""
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from assets.partitions import daily_logs
+from flywheel.logs.schema import KNOWN_DOMAINS
+from resources.warehouse import LogSourceResource, warehouse_connection
+
+OWNERS = ["team:flywheel-data"]
+
+
+def _report_metadata(report, source: str) -> dict:
+    from flywheel.logs.summary import markdown_table
+
+    reasons = sorted(report.by_reason.items(), key=lambda kv: -kv[1])
+    return {
+        "source": dg.MetadataValue.path(source),
+        "lines_read": report.lines_read,
+        "ingested": report.ingested,
+        "quarantined": report.quarantined,
+        "duplicates": report.duplicates,
+        "redactions": report.redactions,
+        "quarantine_rate": dg.MetadataValue.float(round(report.quarantine_rate, 6)),
+        "quarantine_by_reason": dg.MetadataValue.md(markdown_table(reasons, ("reason", "lines")) if reasons else "none"),
+        "rows_per_s": dg.MetadataValue.float(round(report.lines_read / report.seconds, 1) if report.seconds else 0.0),
+        "run_id": report.run_id,
+    }
+
+
+@dg.asset(
+    partitions_def=daily_logs,
+    group_name="logs",
+    owners=OWNERS,
+    kinds={"duckdb", "parquet"},
+    description="One day of raw task logs (JSONL/Parquet at the log source) validated, redacted, deduplicated "
+    "and loaded into the warehouse; bad lines go to `quarantine` with their reason.",
+)
+def raw_task_logs(
+    context: dg.AssetExecutionContext, duckdb: DuckDBResource, log_source: LogSourceResource
+) -> dg.MaterializeResult:
+    from flywheel.logs.ingest import IngestOptions, ingest
+
+    day = context.partition_key
+    uri = log_source.uri_for(day)
+    try:
+        with warehouse_connection(duckdb) as con:
+            report = ingest(uri, con, log_date=day,
+                            options=IngestOptions(max_field_bytes=int(log_source.max_field_mib * 2**20)))
+    except FileNotFoundError as e:
+        raise dg.Failure(f"no raw logs for {day}: {e} (set log_source.uri_template to where your logs are)") from e
+    return dg.MaterializeResult(metadata=_report_metadata(report, uri))
+
+
+@dg.asset(
+    deps=[raw_task_logs],
+    group_name="logs",
+    owners=OWNERS,
+    kinds={"duckdb"},
+    description="The cleaned task-log table (all days): only valid, redacted, deduplicated records. "
+    "Mining reads it; its checks guard everything downstream.",
+)
+def task_logs(duckdb: DuckDBResource) -> dg.MaterializeResult:
+    from flywheel.logs.summary import summarize
+
+    with warehouse_connection(duckdb) as con:
+        s = summarize(con)
+    md = {k: dg.MetadataValue.md(s.pop(k)) for k in ("by_domain_md", "quarantine_by_reason_md")}
+    s["quarantine_rate"] = dg.MetadataValue.float(round(s["quarantine_rate"], 6))
+    return dg.MaterializeResult(
+        metadata={**{k: v for k, v in s.items() if v is not None}, "by_domain": md["by_domain_md"],
+                  "quarantine_by_reason": md["quarantine_by_reason_md"], "dagster/row_count": s["rows"]}
+    )
+
+
+@dg.asset_check(asset=task_logs, description="Every row has a task_id (mining groups by it).")
+def task_logs_no_null_task_id(duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    from flywheel.logs.summary import null_task_ids
+
+    with warehouse_connection(duckdb) as con:
+        n = null_task_ids(con)
+    return dg.AssetCheckResult(passed=n == 0, metadata={"rows_without_task_id": n})
+
+
+@dg.asset_check(asset=task_logs, description=f"Every domain is one a verifier handles: {', '.join(KNOWN_DOMAINS)}. "
+                "Unknown domains are kept (not quarantined); this warns so someone adds a verifier or fixes the logger.")
+def task_logs_known_domains(duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    from flywheel.logs.summary import markdown_table, unknown_domains
+
+    with warehouse_connection(duckdb) as con:
+        unknown = unknown_domains(con)
+    return dg.AssetCheckResult(
+        passed=not unknown, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"unknown_domain_rows": sum(unknown.values()),
+                  "unknown_domains": dg.MetadataValue.md(markdown_table(list(unknown.items()), ("domain", "rows"))
+                                                         if unknown else "none")},
+    )
+
+
+class QuarantineRateConfig(dg.Config):
+    """The share of quarantined input lines above which the check fails."""
+
+    max_quarantine_rate: float = 0.05
+
+
+@dg.asset_check(asset=task_logs, description="Quarantined lines / all distinct lines stays under a threshold "
+                "(config `max_quarantine_rate`, default 5%): a higher rate means the logger or the schema broke.")
+def task_logs_quarantine_rate(config: QuarantineRateConfig, duckdb: DuckDBResource) -> dg.AssetCheckResult:
+    from flywheel.logs.summary import quarantine_rate
+
+    with warehouse_connection(duckdb) as con:
+        q = quarantine_rate(con)
+    return dg.AssetCheckResult(
+        passed=q.rate <= config.max_quarantine_rate,
+        metadata={"quarantine_rate": dg.MetadataValue.float(round(q.rate, 6)), "quarantined": q.quarantined,
+                  "clean_rows": q.clean, "threshold": dg.MetadataValue.float(config.max_quarantine_rate)},
+    )
+
+
+ASSETS = [raw_task_logs, task_logs]
+CHECKS = [task_logs_no_null_task_id, task_logs_known_domains, task_logs_quarantine_rate]
