@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -118,7 +119,7 @@ def test_token_logprobs_and_entropy_shapes():
 
 def test_config_is_frozen_documented_and_validated():
     cfg = GRPOConfig()
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.lr = 1.0  # type: ignore[misc]
     assert all(GRPOConfig.help().values())
     assert cfg.to_params()["cfg.domain_weights"] == '{"math": 1.0}'

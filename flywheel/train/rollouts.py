@@ -20,27 +20,29 @@ from flywheel.verifiers.verdict import Verdict
 ScoreFn = Callable[[str, dict, str], Verdict]
 
 
-def default_score_fn() -> ScoreFn:
-    """The verifiers' entry point `score(domain, task, response) -> Verdict`.
+class BatchScorer:
+    """The verifiers' batch entry point as a `ScoreFn`, with `many` for a whole step's rollouts.
 
-    Until `flywheel.verifiers.score` exists, an adapter over the tiny model's build-time
-    check (`flywheel.models.scoring`: same pass/fail meaning, reward 1.0 or 0.0).
+    Code responses run in the sandbox concurrently (`concurrency`); a judge failure raises
+    `VerifierInfraError` (retried by the verifiers first), never a reward.
     """
-    try:
-        from flywheel.verifiers import score  # type: ignore[attr-defined]
 
-        return score
-    except ImportError:
-        pass
-    from types import SimpleNamespace
+    def __init__(self, concurrency: int = 4, cache: Any = None) -> None:
+        self.concurrency, self.cache = concurrency, cache
 
-    from flywheel.models.scoring import score as check
+    def __call__(self, domain: str, task: dict, response: str) -> Verdict:
+        return self.many([(domain, task, response)])[0]
 
-    def score_fallback(domain: str, task: dict, response: str) -> Verdict:
-        ok = bool(check(SimpleNamespace(domain=domain, reference=task), response))
-        return Verdict(1.0 if ok else 0.0, ok, "passed" if ok else "failed", {"judge": "models.scoring"})
+    def many(self, items: list[tuple[str, dict, str]]) -> list[Verdict]:
+        from flywheel.verifiers.batch import score_batch
 
-    return score_fallback
+        out = score_batch(items, concurrency=self.concurrency, cache=self.cache)
+        return [v for v in out if v is not None]
+
+
+def default_score_fn() -> ScoreFn:
+    """`score(domain, task, response) -> Verdict` from the verifiers (`flywheel.verifiers.batch`)."""
+    return BatchScorer()
 
 
 def render_prompt(task: Task) -> str:
@@ -101,7 +103,14 @@ class PolicyGenerator:
 
 def score_groups(groups: list[list[Rollout]], tasks: Sequence[Task], score_fn: ScoreFn) -> None:
     """Attach a verdict to every rollout (verifiers never raise on model output; infra errors propagate)."""
-    for task, group in zip(tasks, groups, strict=True):
-        vt = task.verifier_task()
-        for r in group:
-            r.verdict = score_fn(task.domain, vt, r.text)
+    items = [(task.domain, task.verifier_task(), r.text) for task, g in zip(tasks, groups, strict=True) for r in g]
+    many = getattr(score_fn, "many", None)
+    verdicts = many(items) if many else [score_fn(*it) for it in items]
+    if len(verdicts) != len(items):
+        from flywheel.verifiers.verdict import VerifierInfraError
+
+        raise VerifierInfraError(f"{len(items) - len(verdicts)} rollouts got no verdict")
+    it = iter(verdicts)
+    for g in groups:
+        for r in g:
+            r.verdict = next(it)

@@ -266,6 +266,7 @@ def train_rlvr(
     telemetry: Telemetry | None = None,
     data_partitions: Mapping[str, Any] | None = None,
     stop_after: int | None = None,
+    time_budget_s: float | None = None,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainResult:
     """Train `base_model` with GRPO on `tasks`; save the policy (HF folder) to `output_dir`.
@@ -273,7 +274,9 @@ def train_rlvr(
     `pass_rates` seeds the scheduler's difficulty (the warehouse's history); `resume=True`
     continues from the newest checkpoint under `paths.checkpoints / run_name`; `stop_after`
     ends this call after that many steps (a planned interruption: the run is resumable and
-    `finished` is False). Non-finite rewards raise `VerifierInfraError`.
+    `finished` is False). `time_budget_s` ends training early once the wall time since the
+    call began exceeds it; the policy is still saved (a budgeted run, `finished` True).
+    Non-finite rewards raise `VerifierInfraError`.
     """
     t_start = time.perf_counter()
     cfg = config
@@ -328,6 +331,7 @@ def train_rlvr(
     last = cfg.steps - 1
     end = cfg.steps if stop_after is None else min(cfg.steps, start_step + stop_after)
     status = "FAILED"
+    budget_hit = False
     pipeline.reset_clock()
     try:
         for step in range(start_step, end):
@@ -355,13 +359,16 @@ def train_rlvr(
                     "history": history, "scheduler": scheduler.state_dict(), "mlflow_run_id": tele.run_id,
                     "config": cfg.to_dict(), "pending": pending,
                 })
-        status = "FINISHED" if end == cfg.steps else "KILLED"
+            if time_budget_s is not None and time.perf_counter() - t_start > time_budget_s and done < end:
+                budget_hit, end = True, done
+                break
+        status = "FINISHED" if end == cfg.steps or budget_hit else "KILLED"
     finally:
         pipeline.close()
         if status == "FAILED":
             tele.finish("FAILED")
 
-    finished = end == cfg.steps
+    finished = end == cfg.steps or budget_hit
     policy_dir, curve = None, None
     if history:
         curve = plot_reward_curve(history, run_dir / "reward_curve.png", title=f"RLVR reward: {run_name}")

@@ -1,0 +1,97 @@
+"""`rlvr_policy`: GRPO on the mined task pool with the validated verifiers, per base model."""
+
+
+import base64
+
+import dagster as dg
+
+from assets.partitions import base_models
+from flywheel.gpu import GpuSpec
+from resources.gpu import GpuResource, gpu_op_tags
+from resources.mlflow import MlflowResource
+from resources.trainer import TrainerResource
+
+TRAIN_GPU = GpuSpec(count=1)
+"""The update and the rollouts share one GPU where there is one (CPU otherwise); one training run per pool."""
+
+
+class RlvrConfig(dg.Config):
+    """What the training run does (`.to_lib()` -> `GRPOConfig`); where it runs is `TrainerResource`."""
+
+    steps: int = 60
+    prompts_per_step: int = 8
+    group_size: int = 8
+    lr: float = 5e-4
+    temperature: float = 1.0
+    max_new_tokens: int = 40
+    domain_weights: dict[str, float] = {"math": 0.8, "code": 0.1, "agent": 0.1}
+    kl_coef: float = 0.0
+    seed: int = 0
+    backend: str = ""  # empty: the TrainerResource's backend
+    checkpoint_every: int = 10
+    time_budget_s: float = 0.0  # 0: no wall-clock cap
+
+    def to_lib(self, placement: dict | None = None):
+        from flywheel.train.config import GRPOConfig
+
+        place = dict(placement or {})
+        if self.backend:
+            place["backend"] = self.backend
+        return GRPOConfig(
+            seed=self.seed, steps=self.steps, prompts_per_step=self.prompts_per_step, group_size=self.group_size,
+            lr=self.lr, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
+            domain_weights=dict(self.domain_weights), kl_coef=self.kl_coef, checkpoint_every=self.checkpoint_every,
+            **place,
+        )
+
+
+def base_model_dir(context: dg.AssetExecutionContext, release: str) -> str:
+    """The checkpoint folder the `base_model` asset recorded (metadata `path`), else the default location."""
+    from flywheel.paths import FlywheelPaths
+
+    recs = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("base_model"), asset_partitions=[release]), limit=1).records
+    for rec in recs:
+        path = rec.asset_materialization.metadata.get("path")
+        if path is not None:
+            return str(getattr(path, "value", path))
+    return str(FlywheelPaths.from_env().models / "base" / release)
+
+
+@dg.asset(
+    partitions_def=base_models, deps=["base_model", "task_pool", "verifiers"], group_name="training",
+    kinds={"pytorch", "mlflow"}, pool=TRAIN_GPU.pool, op_tags=gpu_op_tags(TRAIN_GPU),
+    check_specs=[dg.AssetCheckSpec("rlvr_run_sound", asset="rlvr_policy", blocking=True,
+                                   description="The run finished all steps with finite rewards and saved a policy.")],
+    description="GRPO (group-normalized advantages, clipped ratio, dynamic sampling) of the base model on the "
+                "task pool, rewards from the validated verifiers; policy at models/policies/<partition>.",
+)
+def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
+                mlflow: MlflowResource) -> dg.MaterializeResult:
+    import math
+
+    from flywheel.train.api import train_policy
+
+    release = context.partition_key
+    cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
+    res = train_policy(cfg, base_model_dir(context, release), release, telemetry=mlflow.telemetry(),
+                       data_partitions={"dagster_run_id": context.run_id},
+                       time_budget_s=config.time_budget_s or None)
+    rewards = [h.get("reward/mean", float("nan")) for h in res.history]
+    png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
+    sound = res.finished and res.policy_dir is not None and all(math.isfinite(r) for r in rewards)
+    return dg.MaterializeResult(
+        metadata={
+            "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
+            "mlflow_run_id": res.mlflow_run_id or "", "mlflow_run": dg.MetadataValue.text(res.mlflow_run_url or ""),
+            "final_reward": dg.MetadataValue.float(float(res.final_reward)),
+            "steps": res.steps_done, "wall_s": round(res.wall_s, 1),
+            "reward_curve": dg.MetadataValue.md(f"![reward curve](data:image/png;base64,{png})"),
+            **{k.replace("/", "_"): round(v, 4) for k, v in res.idle_shares.items()},
+        },
+        check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=sound,
+                                           metadata={"steps": res.steps_done, "finished": res.finished})],
+    )
+
+
+ASSETS = [rlvr_policy]

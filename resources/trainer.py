@@ -1,0 +1,26 @@
+"""TrainerResource: where and how the policy update runs (the backend), not what it trains."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+
+class TrainerResource(dg.ConfigurableResource):
+    """Backend `torch` (default) or `deepspeed` (ZeRO `zero_stage`); `device` auto | cpu | cuda."""
+
+    backend: str = Field(default="torch", description="update backend: torch | deepspeed")
+    zero_stage: int = Field(default=0, description="DeepSpeed ZeRO stage (0-3)")
+    device: str = Field(default="auto", description="auto | cpu | cuda (auto: CUDA where present)")
+    num_threads: int = Field(default=0, description="torch CPU threads (0 = torch's default)")
+
+    def placement(self, device: str | None = None) -> dict[str, Any]:
+        """The GRPOConfig fields this resource decides; `device` overrides (from GpuResource)."""
+        return {"backend": self.backend, "zero_stage": self.zero_stage, "device": device or self.device,
+                "num_threads": self.num_threads}
+
+
+def default_resources() -> dict[str, Any]:
+    return {"trainer": TrainerResource()}

@@ -1,0 +1,43 @@
+"""`rlvr_policy` materializes through Dagster: policy saved HF-loadable, MLflow run linked, check passes."""
+
+from __future__ import annotations
+
+import dagster as dg
+import mlflow
+
+from assets.training import RlvrConfig, rlvr_policy
+from resources.gpu import GpuResource
+from resources.mlflow import MlflowResource
+from resources.trainer import TrainerResource
+
+
+def test_config_converts_to_the_library_config():
+    cfg = RlvrConfig(steps=3, lr=1e-3, backend="deepspeed").to_lib({"backend": "torch", "zero_stage": 2, "device": "cpu"})
+    assert cfg.steps == 3 and cfg.lr == 1e-3 and cfg.backend == "deepspeed" and cfg.zero_stage == 2
+    assert cfg.domain_weights == {"math": 0.8, "code": 0.1, "agent": 0.1}
+
+
+def test_rlvr_policy_materializes(flywheel_home):
+    from test_trainer import tiny_policy
+
+    release = "test-tiny"
+    tiny_policy(flywheel_home.models / "base" / release)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("base_model", [release])
+    run_config = dg.RunConfig({"rlvr_policy": RlvrConfig(
+        steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8, domain_weights={"math": 1.0}, checkpoint_every=1)})
+    result = dg.materialize(
+        [rlvr_policy], partition_key=release, instance=instance, run_config=run_config,
+        resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "mlflow": MlflowResource()},
+    )
+    assert result.success
+    mat = result.asset_materializations_for_node("rlvr_policy")[0]
+    md = mat.metadata
+    policy = flywheel_home.models / "policies" / release
+    assert md["policy_path"].value == str(policy) and (policy / "config.json").exists()
+    assert md["steps"].value == 2
+    assert "data:image/png;base64," in md["reward_curve"].value
+    run = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri).get_run(md["mlflow_run_id"].value)
+    assert run.info.status == "FINISHED" and run.data.params["manifest.data.base_model"] == release
+    checks = result.get_asset_check_evaluations()
+    assert [(c.check_name, c.passed) for c in checks] == [("rlvr_run_sound", True)]
