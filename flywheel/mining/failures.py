@@ -4,12 +4,13 @@ Everything is set-based DuckDB SQL over the warehouse: two scans of `task_logs` 
 attempts/passes of every record, one parsing only the failing records), the rest works on
 their small results. Tables written (replaced each run unless noted):
 
-- `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen)`
+- `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen, last_id)`
 - `domain_stats(domain, model, attempts, passes, pass_rate, tasks)`
-- `failure_cases`: one row per failing record with its class, exception type and signature
+- `failure_cases`: one row per failing record with its class, exception type, traceback signature, the
+  error's last line and the assistant's reply (the full record stays in `task_logs`, same `id`)
 - `failure_summary(domain, model, failure_type, n, tasks)`
 - `failure_signatures(domain, model, exception_type, signature_hash, signature, n, tasks, example_id)`
-- `difficulty_history(task_id, domain, model, log_date, attempts, passes, updated_at)`: upserted,
+- `difficulty_history(task_id, domain, model, log_date, attempts, passes, updated_at)`: upserted per (model, day),
   never replaced, so it outlives pruned logs and spans base models.
 
 A record's pass/fail is `outcome.passed`, else `outcome.status == "success"`; records with
@@ -29,8 +30,9 @@ from flywheel.mining.taxonomy import (
     FAILURE_TYPES,
     MAX_TEXT_CHARS,
     SQL_PASSED,
-    sql_exception_type,
+    sql_exception_type_of_line,
     sql_failure_type,
+    sql_last_line,
     sql_signature,
 )
 
@@ -42,10 +44,11 @@ CREATE TABLE IF NOT EXISTS difficulty_history (
     log_date   DATE NOT NULL,
     attempts   BIGINT,
     passes     BIGINT,
-    updated_at TIMESTAMP,
-    PRIMARY KEY (task_id, model, log_date)
+    updated_at TIMESTAMP
 )
 """
+"""One row per (task_id, model, log_date). Mining replaces the rows of every (model, log_date) still
+in `task_logs` and keeps all others, so re-running never duplicates and pruned days survive."""
 
 _MSG_SCHEMA = '[{"role":"VARCHAR","content":"VARCHAR","tool_calls":"JSON"}]'
 
@@ -65,6 +68,8 @@ class FailureReport:
     signatures: int = 0
     history_rows: int = 0
     seconds: float = 0.0
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    step_cpu_seconds: dict[str, float] = field(default_factory=dict)  # all threads: more than wall when parallel
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,7 +92,7 @@ class FailureReport:
 
 def _observations_sql() -> str:
     return f"""
-        SELECT task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
+        SELECT id, task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
                {SQL_PASSED.format(o='outcome')} AS passed
         FROM task_logs"""
 
@@ -97,29 +102,37 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
     _ = config or MiningConfig()
     t0 = time.perf_counter()
     report = FailureReport()
-    con.execute(f"""
+    con.execute("SET TimeZone = 'UTC'")  # log days are UTC days, whatever the session had
+
+    def run(step: str, sql: str) -> None:
+        t, c = time.perf_counter(), time.process_time()
+        con.execute(sql).fetchall()
+        report.step_seconds[step] = round(time.perf_counter() - t, 4)
+        report.step_cpu_seconds[step] = round(time.process_time() - c, 4)
+
+    run("daily", f"""
         CREATE OR REPLACE TEMP TABLE _mining_daily AS
         SELECT task_id, any_value(domain) AS domain, model, log_date,
                count(*) AS records, count(passed) AS attempts, count(*) FILTER (WHERE passed) AS passes,
-               min(timestamp) AS first_seen, max(timestamp) AS last_seen
+               min(timestamp) AS first_seen, max(timestamp) AS last_seen, arg_max(id, timestamp) AS last_id
         FROM ({_observations_sql()}) GROUP BY task_id, model, log_date
     """)
-    con.execute("""
+    run("task_stats", """
         CREATE OR REPLACE TABLE task_stats AS
         SELECT task_id, any_value(domain) AS domain, model, sum(attempts)::BIGINT AS attempts,
                sum(passes)::BIGINT AS passes, sum(passes) / nullif(sum(attempts), 0) AS pass_rate,
-               min(first_seen) AS first_seen, max(last_seen) AS last_seen
+               min(first_seen) AS first_seen, max(last_seen) AS last_seen, arg_max(last_id, last_seen) AS last_id
         FROM _mining_daily GROUP BY task_id, model
     """)
-    con.execute("""
+    run("domain_stats", """
         CREATE OR REPLACE TABLE domain_stats AS
         SELECT domain, model, sum(attempts)::BIGINT AS attempts, sum(passes)::BIGINT AS passes,
                sum(passes) / nullif(sum(attempts), 0) AS pass_rate, count(*) AS tasks
         FROM task_stats GROUP BY domain, model ORDER BY domain, model
     """)
-    exc = sql_exception_type("error")
+    exc = sql_exception_type_of_line("error_line")
     ftype = sql_failure_type("domain", "status", "error", "response", "n_tool_calls", "exception_type")
-    con.execute(f"""
+    run("failure_cases", f"""
         CREATE OR REPLACE TABLE failure_cases AS
         WITH f AS (
             SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
@@ -133,13 +146,13 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
                    list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
             FROM f
         ), r AS (
-            SELECT * EXCLUDE (am),
+            SELECT * EXCLUDE (am), {sql_last_line("error")} AS error_line,
                    array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
                    coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
                        AS n_tool_calls,
-                   {exc} AS exception_type
             FROM m
-        ), c AS (SELECT *, {ftype} AS failure_type FROM r),
+        ), e AS (SELECT *, {exc} AS exception_type FROM r
+        ), c AS (SELECT *, {ftype} AS failure_type FROM e),
         s AS (
             SELECT *, CASE WHEN failure_type = 'runtime_error' AND coalesce(error, '') <> ''
                            THEN {sql_signature("error")} END AS signature
@@ -148,29 +161,35 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
         SELECT id, timestamp, log_date, task_id, domain, model, failure_type, status, exception_type,
                signature, substr(md5(signature), 1, 16) AS signature_hash,
                tests_run, tests_passed, n_tool_calls,
-               left(error, {MAX_TEXT_CHARS}) AS error, left(response, {MAX_TEXT_CHARS}) AS response
+               left(error_line, {MAX_TEXT_CHARS}) AS error_line, left(response, {MAX_TEXT_CHARS}) AS response
         FROM s
     """)
-    con.execute("""
+    run("failure_summary", """
         CREATE OR REPLACE TABLE failure_summary AS
         SELECT domain, model, failure_type, count(*) AS n, count(DISTINCT task_id) AS tasks
         FROM failure_cases GROUP BY ALL ORDER BY domain, model, failure_type
     """)
-    con.execute("""
+    run("failure_signatures", """
         CREATE OR REPLACE TABLE failure_signatures AS
         SELECT domain, model, exception_type, signature_hash, any_value(signature) AS signature, count(*) AS n,
                count(DISTINCT task_id) AS tasks, min(id) AS example_id
         FROM failure_cases WHERE signature IS NOT NULL GROUP BY ALL ORDER BY n DESC, signature_hash
     """)
     con.execute(DIFFICULTY_HISTORY_DDL)
-    con.execute("""
-        INSERT INTO difficulty_history
-        SELECT task_id, domain, model, log_date, attempts, passes, now()::TIMESTAMP
-        FROM _mining_daily WHERE log_date IS NOT NULL AND task_id IS NOT NULL
-        ON CONFLICT (task_id, model, log_date) DO UPDATE
-        SET attempts = excluded.attempts, passes = excluded.passes, domain = excluded.domain,
-            updated_at = excluded.updated_at
-    """)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        run("difficulty_history", """
+            DELETE FROM difficulty_history h
+            WHERE EXISTS (SELECT 1 FROM (SELECT DISTINCT model, log_date FROM _mining_daily) d
+                          WHERE d.model = h.model AND d.log_date = h.log_date);
+            INSERT INTO difficulty_history
+            SELECT task_id, domain, model, log_date, attempts, passes, now()::TIMESTAMP
+            FROM _mining_daily WHERE log_date IS NOT NULL AND task_id IS NOT NULL
+        """)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
     report.records, report.judged, report.passes, report.tasks = (int(x or 0) for x in con.execute(
         "SELECT sum(records), sum(attempts), sum(passes), count(DISTINCT task_id) FROM _mining_daily").fetchall()[0])
     report.failures = report.judged - report.passes

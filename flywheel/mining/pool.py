@@ -1,6 +1,7 @@
 """The task pool: the learnable frontier of the current model, decontaminated and de-duplicated.
 
-Candidates (from `task_stats` of the current model, which `mine_failures` writes):
+Candidates (from `task_stats` of the current model, which `mine_failures` writes; prompt and
+reference come from the task's latest record):
 
 - `frontier`: at least `min_attempts` judged attempts, some passed and some failed;
 - `failure_with_reference`: any other task with a failed attempt whose logged reference makes a
@@ -116,26 +117,24 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     # 1. candidates with the current model's counts, prompt and reference of their latest record
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_stats AS
-        SELECT task_id, domain, attempts, passes, attempts - passes AS fails FROM task_stats
+        SELECT task_id, domain, attempts, passes, attempts - passes AS fails, last_id FROM task_stats
         WHERE model = $model AND attempts > 0 AND passes < attempts {dom_filter}
-    """, {"model": model})
+    """, {"model": model}).fetchall()
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _pool_text AS
         WITH latest AS (
-            SELECT task_id, arg_max(messages, (timestamp, id)) AS messages,
-                   arg_max(reference, (timestamp, id)) FILTER (WHERE reference IS NOT NULL) AS reference
-            FROM task_logs WHERE task_id IN (SELECT task_id FROM _pool_stats) GROUP BY task_id
+            SELECT task_id, messages, reference FROM task_logs WHERE id IN (SELECT last_id FROM _pool_stats)
         ), u AS (
             SELECT task_id, reference,
                    list_filter(from_json(messages, '[{"role":"VARCHAR","content":"VARCHAR"}]'),
                                lambda x: x.role = 'user') AS um
             FROM latest
         )
-        SELECT task_id, um[-1].content AS prompt, reference FROM u
-    """)
+        SELECT task_id, any_value(um[-1].content) AS prompt, any_value(reference) AS reference FROM u GROUP BY task_id
+    """).fetchall()
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_cand AS
-        SELECT s.*, t.prompt, t.reference,
+        SELECT s.* EXCLUDE (last_id), t.prompt, t.reference,
                CASE WHEN s.passes > 0 AND s.attempts >= {cfg.min_attempts} THEN 'frontier'
                     WHEN coalesce({HAS_REFERENCE_SQL.format(d="s.domain", r="t.reference")}, false)
                     THEN 'failure_with_reference' END AS reason
@@ -184,6 +183,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     for r, n in con.execute("SELECT reason, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
         report.reasons[r] = int(n)
     report.pool = sum(report.pool_by_domain.values())
+    _record_run(con, report, cfg)
     for t in ("_pool_stats", "_pool_text", "_pool_cand", "_pool_heldout", "_pool_overlap", "_pool_pairs"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     report.seconds = time.perf_counter() - t0
@@ -214,6 +214,67 @@ SELECT task_id, domain, prompt, reference, CAST(NULL AS VARCHAR) AS failed_respo
 FROM ranked WHERE domain_rank <= {limit}
 ORDER BY rank
 """
+
+
+TASK_POOL_RUNS_DDL = """
+CREATE TABLE IF NOT EXISTS task_pool_runs (
+    built_at TIMESTAMP, model VARCHAR, config VARCHAR, report VARCHAR
+)
+"""
+"""One row per `build_task_pool` call: which model the pool is for, with what config (the checks read it)."""
+
+
+def _record_run(con: duckdb.DuckDBPyConnection, report: PoolReport, cfg: MiningConfig) -> None:
+    con.execute(TASK_POOL_RUNS_DDL)
+    con.execute("INSERT INTO task_pool_runs VALUES (now()::TIMESTAMP, ?, ?, ?)",
+                [report.model, json.dumps(cfg.to_dict()), json.dumps(report.to_dict())]).fetchall()
+
+
+def last_pool_run(con: duckdb.DuckDBPyConnection) -> tuple[str | None, MiningConfig] | None:
+    """(model, config) of the latest `build_task_pool` call, or None before the first one."""
+    con.execute(TASK_POOL_RUNS_DDL)
+    rows = con.execute("SELECT model, config FROM task_pool_runs ORDER BY built_at DESC LIMIT 1").fetchall()
+    if not rows:
+        return None
+    cfg = json.loads(rows[0][1])
+    cfg["domains"] = tuple(cfg["domains"]) if cfg.get("domains") is not None else None
+    return rows[0][0], MiningConfig(**cfg)
+
+
+def pool_coverage(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """domain -> (tasks the pool's model failed at least once, tasks in the pool), for verifiable domains."""
+    from flywheel.logs.schema import KNOWN_DOMAINS
+
+    last = last_pool_run(con)
+    if last is None or last[0] is None:
+        return {}
+    model, cfg = last
+    domains = [d for d in KNOWN_DOMAINS if cfg.domains is None or d in cfg.domains]
+    rows = con.execute("""
+        SELECT s.domain, count(*) FILTER (WHERE s.passes < s.attempts),
+               (SELECT count(*) FROM task_pool p WHERE p.domain = s.domain)
+        FROM task_stats s WHERE s.model = $model AND list_contains($domains, s.domain) GROUP BY s.domain
+    """, {"model": model, "domains": domains}).fetchall()
+    return {d: (int(f), int(p)) for d, f, p in rows}
+
+
+def contaminated_pool_tasks(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = None,
+                            heldout: list[tuple[str, str, str]] | None = None) -> tuple[list[str], int]:
+    """Re-check the finished pool: (pool task ids overlapping a held-out prompt, tasks mining dropped)."""
+    cfg = config or MiningConfig()
+    held = heldout if heldout is not None else heldout_prompts()
+    con.register("_chk_heldout_arrow", pa.table({
+        "task_id": [h[1] for h in held], "prompt": [h[2] for h in held]}))
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE _chk_heldout AS SELECT * FROM _chk_heldout_arrow").fetchall()
+    finally:
+        con.unregister("_chk_heldout_arrow")
+    heldout_overlap(con, "task_pool", "_chk_heldout", "_chk_overlap", cfg.decontam_ngram)
+    bad = [r[0] for r in con.execute(
+        f"SELECT task_id FROM _chk_overlap WHERE overlap >= {cfg.decontam_threshold} ORDER BY 1").fetchall()]
+    dropped = int(con.execute("SELECT count(*) FROM decontaminated_tasks").fetchall()[0][0])
+    con.execute("DROP TABLE IF EXISTS _chk_overlap; DROP TABLE IF EXISTS _chk_heldout")
+    return bad, dropped
 
 
 def _fill_failed_responses(con: duckdb.DuckDBPyConnection, model: str) -> None:

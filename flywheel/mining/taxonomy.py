@@ -32,7 +32,7 @@ FAILURE_TYPES: tuple[str, ...] = (
 )
 
 # One set of regular expressions for SQL (RE2) and Python (re): keep them in the common subset.
-REFUSAL_RE = r"^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|i can not|i won't|i will not|as an ai)\b"
+REFUSAL_RE = r"(?i)^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|i can not|i won't|i will not|as an ai)\b"
 REFUSAL_MAX_CHARS = 300
 TIMEOUT_RE = r"(?i)(\btimeout|timed out)"
 INVALID_TOOL_RE = r"(?i)(IllegalCall|invalid tool call|unknown tool)"
@@ -40,17 +40,16 @@ EXC_TYPE_RE = r"^([A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt|Warning
 MATH_ANSWER_RE = r"(?i)(answer\s*(is|:|=)\s*\$?\s*-?[0-9]|\\boxed\{)"
 CODE_RE = r"(def\s+[A-Za-z_][A-Za-z0-9_]*\s*\(|```)"
 FORMAT_ERROR_RE = r"(?i)(no final answer|could not parse|no code found)"
-MAX_TEXT_CHARS = 4000
-"""`error` and `response` are stored truncated to this many characters in `failure_cases`."""
+MAX_TEXT_CHARS = 2000
+"""`error_line` and `response` are stored truncated to this many characters in `failure_cases`."""
 
 # Traceback normalization: (pattern, replacement), applied in order.
 SIGNATURE_STEPS: tuple[tuple[str, str], ...] = (
     (r'File "[^"]*"', 'File "<path>"'),  # frame paths
     (r"\n[ \t]*[~^][~^ \t]*", ""),  # 3.11+ caret lines: differ by Python version, carry nothing
-    (r"0x[0-9A-Fa-f]+", "0x?"),  # object addresses
+    (r"0x[0-9A-Fa-f]+", "<addr>"),  # object addresses
     (r"(/[A-Za-z0-9_.\-]+){2,}", "<path>"),  # other paths
     (r"[0-9]+", "N"),  # line numbers and every other number
-    (r"\s+", " "),  # layout
 )
 
 
@@ -63,14 +62,14 @@ def sql_signature(col: str) -> str:
     expr = col
     for pat, rep in SIGNATURE_STEPS:
         expr = f"regexp_replace({expr}, {_sql_str(pat)}, {_sql_str(rep)}, 'g')"
-    return f"trim({expr})"
+    return f"trim({expr}, E' \\t\\r\\n')"
 
 
 def normalize_traceback(text: str) -> str:
     """Python mirror of `sql_signature`: strip paths, line numbers, addresses, numbers, layout."""
     for pat, rep in SIGNATURE_STEPS:
         text = re.sub(pat, rep, text)
-    return text.strip()
+    return text.strip(" \t\r\n")
 
 
 def signature_hash(signature: str) -> str:
@@ -78,18 +77,31 @@ def signature_hash(signature: str) -> str:
     return hashlib.md5(signature.encode()).hexdigest()[:16]
 
 
+def sql_last_line(error_col: str) -> str:
+    """DuckDB expression: the last non-empty line of an error text (where Python names the exception)."""
+    return f"regexp_extract(rtrim({error_col}, E' \\t\\r\\n'), '[^\\n]*$')"
+
+
+def last_line(error: str) -> str:
+    """Python mirror of `sql_last_line`."""
+    return error.rstrip(" \t\r\n").rsplit("\n", 1)[-1]
+
+
+def sql_exception_type_of_line(line_col: str) -> str:
+    """DuckDB expression: the exception type a last line names, or NULL."""
+    return f"nullif(regexp_extract({line_col}, {_sql_str(EXC_TYPE_RE)}, 1), '')"
+
+
 def sql_exception_type(error_col: str) -> str:
     """DuckDB expression: exception type on the error text's last non-empty line, or NULL."""
-    last = f"regexp_extract(rtrim({error_col}, E' \\t\\r\\n'), '[^\\n]*$')"
-    return f"nullif(regexp_extract({last}, {_sql_str(EXC_TYPE_RE)}, 1), '')"
+    return sql_exception_type_of_line(sql_last_line(error_col))
 
 
 def exception_type(error: str | None) -> str | None:
     """Python mirror of `sql_exception_type`."""
     if not error:
         return None
-    last = error.rstrip(" \t\r\n").rsplit("\n", 1)[-1]
-    m = re.match(EXC_TYPE_RE, last)
+    m = re.match(EXC_TYPE_RE, last_line(error))
     return m.group(1) if m else None
 
 
@@ -100,7 +112,7 @@ def sql_failure_type(domain: str, status: str, error: str, response: str, n_tool
     st = f"coalesce({status}, '')"
     return f"""CASE
       WHEN {st} = 'refused' OR ({n_tool_calls} = 0 AND length({resp}) <= {REFUSAL_MAX_CHARS}
-           AND regexp_matches(lower({resp}), {_sql_str(REFUSAL_RE)})) THEN 'refused'
+           AND regexp_matches({resp}, {_sql_str(REFUSAL_RE)})) THEN 'refused'
       WHEN {st} = 'timeout' OR regexp_matches({err}, {_sql_str(TIMEOUT_RE)}) THEN 'timeout'
       WHEN {st} = 'invalid_tool_call' OR regexp_matches({err}, {_sql_str(INVALID_TOOL_RE)}) THEN 'invalid_tool_call'
       WHEN {st} = 'error' OR coalesce({exc}, 'AssertionError') <> 'AssertionError' THEN 'runtime_error'
@@ -144,7 +156,7 @@ def classify(domain: str, outcome: dict[str, Any], messages: list[dict[str, Any]
     err = error if isinstance(error, str) else "" if error is None else json.dumps(error)
     resp, calls = response_and_calls(messages)
     exc = exception_type(err)
-    if status == "refused" or (calls == 0 and len(resp) <= REFUSAL_MAX_CHARS and re.search(REFUSAL_RE, resp.lower())):
+    if status == "refused" or (calls == 0 and len(resp) <= REFUSAL_MAX_CHARS and re.search(REFUSAL_RE, resp)):
         kind = "refused"
     elif status == "timeout" or re.search(TIMEOUT_RE, err):
         kind = "timeout"

@@ -1,0 +1,331 @@
+"""Ingest + failure mining at scale: flywheel (DuckDB SQL) against a straightforward pandas version.
+
+1. Generates `--rows` SIMULATED log rows as Parquet: a few tens of thousands of realistic
+   records from the demo traffic generator (`flywheel.tasks.traffic`, real tracebacks and
+   tool-call conversations) are tiled, vectorized, to the requested size with fresh ids and
+   timestamps spread over 30 days. (`flywheel.logs.synthetic` is faster to build but its rows
+   carry no taxonomy to mine: one message shape, no tracebacks, no tool calls.)
+2. In a fresh subprocess (so its peak RSS is its own): `flywheel.logs.ingest` into a DuckDB file,
+   then `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty history,
+   decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
+3. In another subprocess: the same mining in pandas (batched `json.loads`, the taxonomy's Python
+   spec per failing row, `groupby`, set-based decontamination, datasketch MinHashLSH), reading
+   the same Parquet file.
+4. Asserts both agree on attempts/passes per (task, model) and on taxonomy counts per
+   (domain, model, failure type), prints rows/s and the ratio; the last line is one JSON object.
+
+    nice .venv/bin/python benchmarks/bench_mining.py [--rows 5000000] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+COLUMNS = ("id", "timestamp", "task_id", "domain", "model", "messages", "outcome", "reference", "extra")
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process, all threads: on a shared box, wall time depends on the neighbours."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+# ------------------------------------------------------------------------------------------------
+# data
+# ------------------------------------------------------------------------------------------------
+
+
+def make_templates(n: int, seed: int) -> pa.Table:
+    """`n` realistic records (a bigger task universe than the demo default), as string columns."""
+    from flywheel.tasks.traffic import TrafficConfig, generate_records
+
+    cfg = TrafficConfig(universe=(("math", 6000), ("code", 400), ("agent", 4000)), repeats=2.0)
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    days = 4
+    for k in range(days):
+        for r in generate_records(date(2026, 11, 1) + timedelta(days=k), n // days, seed, config=cfg):
+            for c in ("id", "timestamp", "task_id", "domain", "model"):
+                cols[c].append(r[c])
+            for c in ("messages", "outcome", "reference"):
+                cols[c].append(json.dumps(r[c], ensure_ascii=False))
+            cols["extra"].append(json.dumps({"simulated": True, "sim": r["sim"]}))
+    return pa.table({c: pa.array(v, pa.string()) for c, v in cols.items()})
+
+
+def generate_parquet(path: Path, rows: int, seed: int, n_templates: int = 24_000, chunk: int = 500_000) -> Path:
+    """Tile the templates to `rows` rows (random order), new ids, timestamps over 30 days, two model versions."""
+    templates = make_templates(n_templates, seed)
+    rng = np.random.default_rng(seed)
+    t0 = np.datetime64("2026-11-01T00:00:00", "us")
+    writer = None
+    try:
+        for start in range(0, rows, chunk):
+            m = min(chunk, rows - start)
+            idx = rng.integers(0, templates.num_rows, m)
+            t = templates.take(pa.array(idx))
+            offs = np.sort(rng.integers(0, 30 * 86_400_000_000, m)).astype("timedelta64[us]")
+            # the first 20 days were served by v1, the rest by v2 (so pass rates are per model version)
+            model = np.where(offs < np.timedelta64(20 * 86_400_000_000, "us"), "simulated-prod:v1",
+                             "simulated-prod:v2")
+            ids = pa.array([f"bench-{seed}-{i:09d}" for i in range(start, start + m)], pa.string())
+            t = t.set_column(t.schema.get_field_index("id"), "id", ids)
+            t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
+                             pa.array(t0 + offs, pa.timestamp("us", tz="UTC")))
+            t = t.set_column(t.schema.get_field_index("model"), "model", pa.array(model, pa.string()))
+            if writer is None:
+                writer = pq.ParquetWriter(path, t.schema, compression="zstd")
+            writer.write_table(t, row_group_size=131_072)
+    finally:
+        if writer is not None:
+            writer.close()
+    return path
+
+
+# ------------------------------------------------------------------------------------------------
+# flywheel worker
+# ------------------------------------------------------------------------------------------------
+
+
+def worker_flywheel(parquet: Path, warehouse: Path, out: Path, threads: int) -> None:
+    import duckdb
+
+    from flywheel.logs.ingest import ingest
+    from flywheel.mining import MiningConfig, mine
+    from flywheel.warehouse import configure, ensure_tables
+
+    con = configure(duckdb.connect(str(warehouse)))
+    con.execute(f"SET threads = {threads}")
+    con.execute("SET memory_limit = '1GB'")
+    ensure_tables(con)
+    t0, c0 = time.perf_counter(), _cpu_s()
+    rep = ingest(parquet, con)
+    t_ingest, c_ingest = time.perf_counter() - t0, _cpu_s() - c0
+    t0, c0 = time.perf_counter(), _cpu_s()
+    failures, pool = mine(con, MiningConfig())
+    t_mine, c_mine = time.perf_counter() - t0, _cpu_s() - c0
+    stats = con.execute("SELECT task_id, model, attempts, passes FROM task_stats").fetchall()
+    tax = con.execute("SELECT domain, model, failure_type, n FROM failure_summary").fetchall()
+    sigs = con.execute("SELECT count(DISTINCT signature_hash) FROM failure_cases").fetchall()[0][0]
+    out.write_text(json.dumps({
+        "ingested": rep.ingested, "quarantined": rep.quarantined, "duplicates": rep.duplicates,
+        "lines_read": rep.lines_read, "ingest_s": t_ingest, "mine_s": t_mine, "ingest_cpu_s": c_ingest,
+        "mine_cpu_s": c_mine, "steps": failures.step_seconds,
+        "mine_failures_s": failures.seconds, "task_pool_s": pool.seconds,
+        "peak_rss_mib": _peak_rss_mib(), "pool": pool.pool, "decontaminated": pool.decontaminated,
+        "near_duplicates": pool.near_duplicates, "signatures": sigs,
+        "stats": [list(r) for r in stats], "taxonomy": [list(r) for r in tax],
+    }))
+
+
+# ------------------------------------------------------------------------------------------------
+# pandas worker: the straightforward implementation of the same mining
+# ------------------------------------------------------------------------------------------------
+
+
+def worker_pandas(parquet: Path, out: Path) -> None:
+    import pandas as pd
+    from datasketch import MinHash, MinHashLSH
+
+    from flywheel.mining import MiningConfig
+    from flywheel.mining.pool import heldout_prompts
+    from flywheel.mining.taxonomy import classify, judged_passed
+    from flywheel.mining.textsim import ngrams
+
+    cfg = MiningConfig()
+    t_all, c_all = time.perf_counter(), _cpu_s()
+    stats_parts, fail_parts, latest_parts = [], [], []
+    t_read = 0.0
+    pf = pq.ParquetFile(parquet)
+    for batch in pf.iter_batches(batch_size=250_000):
+        t0 = time.perf_counter()
+        df = batch.to_pandas()
+        t_read += time.perf_counter() - t0
+        outcomes = df["outcome"].map(json.loads)
+        df["passed"] = outcomes.map(judged_passed)
+        judged = df[df["passed"].notna()].copy()
+        judged["passed"] = judged["passed"].astype(bool)
+        stats_parts.append(judged.groupby(["task_id", "domain", "model"])["passed"].agg(["size", "sum"]))
+        fmask = df["passed"].eq(False)
+        fails = df.loc[fmask, ["task_id", "domain", "model", "timestamp", "messages"]].copy()
+        fo = outcomes[fmask]
+        cls = [classify(d, o, json.loads(m)) for d, o, m in zip(fails["domain"], fo, fails["messages"], strict=True)]
+        fails["failure_type"] = [c[0] for c in cls]
+        fails["exception_type"] = [c[1] for c in cls]
+        fails["signature"] = [c[2] for c in cls]
+        fail_parts.append(fails.drop(columns=["messages"]))
+        latest_parts.append(df.sort_values(["timestamp", "id"]).groupby("task_id").tail(1)[
+            ["task_id", "timestamp", "id", "model", "messages", "reference"]])
+    stats = pd.concat(stats_parts).groupby(level=[0, 1, 2]).sum().reset_index()
+    stats.columns = ["task_id", "domain", "model", "attempts", "passes"]
+    fails = pd.concat(fail_parts, ignore_index=True)
+    taxonomy = fails.groupby(["domain", "model", "failure_type"]).size().reset_index(name="n")
+    sigs = fails["signature"].dropna().nunique()
+    # task pool for the model of the most recent record
+    last_rows = pd.concat(latest_parts).sort_values(["timestamp", "id"])
+    model = last_rows["model"].iloc[-1] if len(last_rows) else None
+    cur = stats[(stats["model"] == model) & (stats["passes"] < stats["attempts"])].copy()
+    latest = last_rows.groupby("task_id").tail(1).set_index("task_id")
+    cur = cur[cur["task_id"].isin(latest.index)]
+
+    def user_prompt(m: str) -> str | None:
+        users = [x.get("content") for x in json.loads(m) if x.get("role") == "user"]
+        return users[-1] if users else None
+
+    def has_ref(domain: str, ref: str | None) -> bool:
+        r = json.loads(ref) if ref else {}
+        need = {"math": ("answer",), "code": ("entry_point", "test"), "agent": ("tools", "initial_state", "goal")}
+        return domain in need and all(r.get(k) is not None for k in need[domain])
+
+    cur["prompt"] = [user_prompt(latest.at[t, "messages"]) for t in cur["task_id"]]
+    cur["has_ref"] = [has_ref(d, latest.at[t, "reference"]) for t, d in zip(cur["task_id"], cur["domain"], strict=True)]
+    cur["reason"] = np.where((cur["passes"] > 0) & (cur["attempts"] >= cfg.min_attempts), "frontier",
+                             np.where(cur["has_ref"], "failure_with_reference", None))
+    cur = cur[cur["reason"].notna() & cur["prompt"].notna()]
+    held = [ngrams(p, cfg.decontam_ngram) for _, _, p in heldout_prompts()]
+    overlap = []
+    for p in cur["prompt"]:
+        g = ngrams(p, cfg.decontam_ngram)
+        overlap.append(max((len(g & h) / len(g) for h in held), default=0.0) if g else 0.0)
+    cur["overlap"] = overlap
+    decontaminated = int((cur["overlap"] >= cfg.decontam_threshold).sum())
+    cur = cur[cur["overlap"] < cfg.decontam_threshold].sort_values(["attempts", "task_id"], ascending=[False, True])
+    # near-duplicates: greedy, most attempts first; a task similar to a kept one is dropped
+    lsh = MinHashLSH(threshold=cfg.near_dup_threshold, num_perm=128)
+    kept: dict[str, set[str]] = {}
+    dropped = 0
+    for t, p in zip(cur["task_id"], cur["prompt"], strict=True):
+        sh = ngrams(p, cfg.near_dup_ngram)
+        mh = MinHash(num_perm=128)
+        mh.update_batch([s.encode() for s in sh])
+        if any(len(sh & kept[o]) / len(sh | kept[o]) >= cfg.near_dup_threshold for o in lsh.query(mh)):
+            dropped += 1
+            continue
+        kept[t] = sh
+        lsh.insert(t, mh)
+    keep = list(kept)
+    pool = cur[cur["task_id"].isin(set(keep))]
+    pool = pool.groupby("domain").head(cfg.max_pool_per_domain)
+    t_all, c_all = time.perf_counter() - t_all, _cpu_s() - c_all
+    out.write_text(json.dumps({
+        "mine_s": t_all, "mine_cpu_s": c_all, "read_s": t_read, "peak_rss_mib": _peak_rss_mib(), "pool": len(pool),
+        "decontaminated": decontaminated, "near_duplicates": dropped, "signatures": int(sigs),
+        "stats": stats[["task_id", "model", "attempts", "passes"]].values.tolist(),
+        "taxonomy": taxonomy.values.tolist(),
+    }, default=int))
+
+
+# ------------------------------------------------------------------------------------------------
+# driver
+# ------------------------------------------------------------------------------------------------
+
+
+def _run_worker(args: list[str], env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, __file__, *args], check=True, env=env)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workdir", type=Path, default=None, help="keep files here (default: a temp folder)")
+    ap.add_argument("--worker", choices=["flywheel", "pandas"], help=argparse.SUPPRESS)
+    ap.add_argument("--parquet", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker == "flywheel":
+        worker_flywheel(a.parquet, a.warehouse, a.out, a.threads)
+        return {}
+    if a.worker == "pandas":
+        worker_pandas(a.parquet, a.out)
+        return {}
+
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="bench_mining_"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "POLARS_MAX_THREADS": str(a.threads)}
+    try:
+        parquet = work / "logs.parquet"
+        t0 = time.perf_counter()
+        generate_parquet(parquet, a.rows, a.seed)
+        gen_s = time.perf_counter() - t0
+        print(f"generated {a.rows:,} rows ({parquet.stat().st_size / 2**20:.0f} MiB Parquet) in {gen_s:.1f}s")
+        wh = work / "warehouse.duckdb"
+        wh.unlink(missing_ok=True)
+        _run_worker(["--worker", "flywheel", "--parquet", str(parquet), "--warehouse", str(wh),
+                     "--out", str(work / "fw.json"), "--threads", str(a.threads)], env)
+        fw = json.loads((work / "fw.json").read_text())
+        _run_worker(["--worker", "pandas", "--parquet", str(parquet), "--out", str(work / "pd.json")], env)
+        pdr = json.loads((work / "pd.json").read_text())
+    finally:
+        if a.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+    # the two implementations must agree on what was mined
+    def by_key(rows: list, k: int) -> dict:
+        return {tuple(r[:k]): tuple(int(x) for x in r[k:]) for r in rows}
+
+    assert fw["ingested"] + fw["quarantined"] + fw["duplicates"] == fw["lines_read"] == a.rows
+    assert by_key(fw["stats"], 2) == by_key(pdr["stats"], 2), "pass rates differ between flywheel and pandas"
+    assert by_key(fw["taxonomy"], 3) == by_key(pdr["taxonomy"], 3), "taxonomy counts differ"
+    assert fw["signatures"] == pdr["signatures"], (fw["signatures"], pdr["signatures"])
+    assert fw["decontaminated"] == pdr["decontaminated"], (fw["decontaminated"], pdr["decontaminated"])
+
+    tax = defaultdict(int)
+    for d, _m, t, n in fw["taxonomy"]:
+        tax[(d, t)] += n
+    ingest_rps = a.rows / fw["ingest_s"]
+    speedup = pdr["mine_s"] / fw["mine_s"]
+    print(f"{'':28}{'flywheel':>12}{'pandas':>12}{'ratio':>9}")
+    print(f"{'mining seconds':28}{fw['mine_s']:12.2f}{pdr['mine_s']:12.2f}{speedup:8.1f}x")
+    print(f"{'mining CPU seconds':28}{fw['mine_cpu_s']:12.2f}{pdr['mine_cpu_s']:12.2f}"
+          f"{pdr['mine_cpu_s'] / fw['mine_cpu_s']:8.1f}x")
+    print(f"{'mining rows/s':28}{a.rows / fw['mine_s']:12,.0f}{a.rows / pdr['mine_s']:12,.0f}")
+    print(f"{'  of which parquet decode s':28}{'':>12}{pdr['read_s']:12.2f}")
+    print(f"{'peak RSS MiB':28}{fw['peak_rss_mib']:12.0f}{pdr['peak_rss_mib']:12.0f}")
+    print(f"{'task pool / decontam / dups':28}{fw['pool']:>5}/{fw['decontaminated']}/{fw['near_duplicates']:<4}"
+          f"{pdr['pool']:>6}/{pdr['decontaminated']}/{pdr['near_duplicates']}")
+    print(f"flywheel mining steps (s): {fw['steps']}, task_pool {fw['task_pool_s']:.2f}")
+    print(f"ingest: {a.rows:,} rows in {fw['ingest_s']:.2f}s ({fw['ingest_cpu_s']:.2f} CPU s) = {ingest_rps:,.0f} rows/s "
+          f"({fw['quarantined']} quarantined, {fw['duplicates']} duplicates)")
+    print(f"agreement: {len(fw['stats']):,} (task, model) pass rates and {len(fw['taxonomy'])} taxonomy cells identical")
+    result = {
+        "rows": a.rows, "threads": a.threads,
+        "ingest_rows_per_s": round(ingest_rps), "ingest_s": round(fw["ingest_s"], 2),
+        "mining_s": round(fw["mine_s"], 2), "pandas_mining_s": round(pdr["mine_s"], 2),
+        "mining_speedup_vs_pandas": round(speedup, 1),
+        "mining_cpu_ratio_vs_pandas": round(pdr["mine_cpu_s"] / fw["mine_cpu_s"], 1),
+        "ingest_cpu_s": round(fw["ingest_cpu_s"], 2), "mining_cpu_s": round(fw["mine_cpu_s"], 2),
+        "pandas_mining_cpu_s": round(pdr["mine_cpu_s"], 2),
+        "peak_rss_mib": round(fw["peak_rss_mib"]), "pandas_peak_rss_mib": round(pdr["peak_rss_mib"]),
+        "failures": sum(tax.values()), "task_pool": fw["pool"], "decontaminated": fw["decontaminated"],
+        "near_duplicates": fw["near_duplicates"],
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
