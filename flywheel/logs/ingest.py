@@ -433,7 +433,7 @@ class _Loader:
         self._jsonl_sql = _keyed(_jsonl_sql(opts), self.hit)
         self.out = _PartWriter(task_logs_dir(con), report.run_id)
         counts = ", ".join(
-            f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k) for c in _TEXT_COLS)} AS r_{k}"
+            f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k, c) for c in _TEXT_COLS)} AS r_{k}"
             for k in R.KINDS
         )
         reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in _TEXT_COLS)

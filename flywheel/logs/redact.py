@@ -75,25 +75,26 @@ def patterns_for(col: str) -> tuple[RedactionPattern, ...]:
     return tuple(p for p in PATTERNS if col == "messages" or not p.messages_only)
 
 
-def sql_any(col: str) -> str:
+def sql_any(col: str, column: str | None = None) -> str:
     """SQL: true when `col` may hold something to redact. A cheap necessary condition (literal
     anchors such as `@`, `sk-`, `eyJ`, plus a digit-separator-digit test for phone numbers) in one
     RE2 pass, so the exact patterns only run on the few rows that pass it."""
-    pre = "|".join(p.prefilter or p.regex for p in patterns_for(col))
+    pre = "|".join(p.prefilter or p.regex for p in patterns_for(column or col))
     return f"regexp_matches({col}, {_lit(pre)})"
 
 
-def sql_redact(col: str) -> str:
-    """SQL: `col` with every applicable pattern replaced by its placeholder."""
+def sql_redact(col: str, column: str | None = None) -> str:
+    """SQL: `col` with every pattern that applies to `column` (default: `col`) replaced."""
     expr = col
-    for p in patterns_for(col):
+    for p in patterns_for(column or col):
         expr = f"regexp_replace({expr}, {_lit(p.regex)}, {_lit(p.replacement)}, 'g')"
     return expr
 
 
-def sql_count(col: str, kind: str) -> str:
-    """SQL: how many findings of `kind` are in `col` (counted on the text before replacement)."""
-    ps = [p for p in patterns_for(col) if p.kind == kind]
+def sql_count(col: str, kind: str, column: str | None = None) -> str:
+    """SQL: how many findings of `kind` are in `col` (counted on the text before replacement);
+    `column` names the warehouse column `col` reads, which decides the patterns that apply."""
+    ps = [p for p in patterns_for(column or col) if p.kind == kind]
     if not ps:
         return "0"
     return f"coalesce(len(regexp_extract_all({col}, {_lit(ps[0].regex)})), 0)"
