@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig

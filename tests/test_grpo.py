@@ -55,7 +55,7 @@ def test_loss_masks_padding_and_tool_tokens():
     assert torch.all(logp.grad[mask == 0] == 0)
     assert torch.all(logp.grad[mask == 1] != 0)
     # on-policy: ratio 1, loss = -mean(adv over tokens) = -(2*1 + 3*-1)/5
-    assert float(loss) == pytest.approx(1 / 5, abs=1e-6)
+    assert float(loss.detach()) == pytest.approx(1 / 5, abs=1e-6)
 
 
 def test_token_mean_weighs_tokens_and_seq_mean_weighs_sequences():

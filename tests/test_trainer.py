@@ -10,6 +10,7 @@ import torch
 
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
+from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import train_rlvr
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
@@ -103,7 +104,8 @@ def test_non_finite_reward_stops_training(flywheel_home, policy_dir, tasks):
 
 def test_off_policy_pipeline_overlaps_and_bounds_staleness(flywheel_home, policy_dir, tasks):
     cfg = CFG.replace(steps=3, off_policy_pipeline=True, max_staleness=1)
-    res = train_rlvr(cfg, policy_dir, tasks, paths=flywheel_home, run_name="pipe", score_fn=digit_reward)
+    res = train_rlvr(cfg, policy_dir, tasks, paths=flywheel_home, run_name="pipe", score_fn=digit_reward,
+                     telemetry=Telemetry(None, enabled=False))
     assert res.finished
     assert [h["staleness"] for h in res.history] == [0.0, 1.0, 1.0]
     assert 0 <= res.idle_shares["idle/update_waiting_for_rollouts"] < 1
