@@ -129,8 +129,9 @@ def messages_from_text(domain: str, text: str) -> list[dict[str, Any]]:
             name = str(obj.get("name", "")) if isinstance(obj, dict) else ""
             args = obj.get("arguments", {}) if isinstance(obj, dict) else {}
             arguments = args if isinstance(args, str) else json.dumps(args, separators=(",", ":"))
-        except json.JSONDecodeError:
-            name, arguments = "", raw
+        except json.JSONDecodeError:  # keep the malformed call as logged: a verifier must see it fail
+            mm = re.match(r'\s*\{\s*"name"\s*:\s*"([^"]*)"\s*,\s*"arguments"\s*:\s*(.*?)\}?\s*$', raw, re.S)
+            name, arguments = (mm.group(1), mm.group(2)) if mm else ("", raw)
         call_id = f"call_{i}"
         out.append({"role": "assistant", "content": before, "tool_calls": [
             {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]})
@@ -397,7 +398,7 @@ def _code_response(task: Task, mode: str, rng: random.Random) -> tuple[list[dict
         ])
         return [{"role": "assistant", "content": text}], _outcome(mode, tests={"run": 0, "passed": 0})
     if mode == "refused":
-        return [{"role": "assistant", "content": rng.choice(REFUSALS)}], _outcome(mode)
+        return [{"role": "assistant", "content": rng.choice(REFUSALS)}], _outcome(mode, tests={"run": 0, "passed": 0})
     if mode == "timeout":
         body = f"    while True:\n        {p} = {p}\n"
         return [{"role": "assistant", "content": f"```python\n{header}{body}```"}], _outcome(
