@@ -3,8 +3,6 @@
 Library: `flywheel.mining`. Both assets read/write the warehouse through the `duckdb` resource.
 """
 
-from __future__ import annotations
-
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
