@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-model", default=None)
     ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: on a shared box 2 threads spin-wait and crawl)")
     args = ap.parse_args(argv)
 
     import torch

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
     ap.add_argument("--eval-samples", type=int, default=4)
     ap.add_argument("--eval-temperature", type=float, default=1.0)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: on a shared box 2 threads spin-wait and crawl)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train-tasks", type=int, default=2000, help="math train tasks (code/agent: a fifth each)")
     args = ap.parse_args(argv)

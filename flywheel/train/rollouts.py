@@ -24,20 +24,40 @@ class BatchScorer:
     """The verifiers' batch entry point as a `ScoreFn`, with `many` for a whole step's rollouts.
 
     Code responses run in the sandbox concurrently (`concurrency`); a judge failure raises
-    `VerifierInfraError` (retried by the verifiers first), never a reward.
+    `VerifierInfraError` (retried by the verifiers first), never a reward. A run-local memo
+    skips re-judging a response already judged for the same task: a sharpening policy repeats
+    itself a lot (`cache`, the warehouse's `VerdictCache`, persists across runs when given).
     """
 
-    def __init__(self, concurrency: int = 4, cache: Any = None) -> None:
-        self.concurrency, self.cache = concurrency, cache
+    def __init__(self, concurrency: int = 4, cache: Any = None, memo_size: int = 200_000) -> None:
+        self.concurrency, self.cache, self.memo_size = concurrency, cache, memo_size
+        self.memo: dict[tuple[str, str, str], Verdict] = {}
+        self.hits = 0
 
     def __call__(self, domain: str, task: dict, response: str) -> Verdict:
         return self.many([(domain, task, response)])[0]
 
     def many(self, items: list[tuple[str, dict, str]]) -> list[Verdict]:
-        from flywheel.verifiers.batch import score_batch
+        import json
 
-        out = score_batch(items, concurrency=self.concurrency, cache=self.cache)
-        return [v for v in out if v is not None]
+        from flywheel.verifiers.batch import score_batch
+        from flywheel.verifiers.verdict import VerifierInfraError
+
+        keys = [(d, json.dumps(t, sort_keys=True, default=str), r) for d, t, r in items]
+        fresh: dict[tuple[str, str, str], int] = {}
+        for i, k in enumerate(keys):
+            if k not in self.memo:
+                fresh.setdefault(k, i)
+        judged: dict[tuple[str, str, str], Verdict] = {}
+        verdicts = score_batch([items[i] for i in fresh.values()], concurrency=self.concurrency, cache=self.cache)
+        for k, v in zip(fresh, verdicts, strict=True):
+            if v is None:
+                raise VerifierInfraError(f"no verdict for {k[0]} response")
+            judged[k] = v
+            if v.details.get("cacheable", True) and len(self.memo) < self.memo_size:
+                self.memo[k] = v
+        self.hits += len(keys) - len(fresh)
+        return [judged[k] if k in judged else self.memo[k] for k in keys]
 
 
 def default_score_fn() -> ScoreFn:
