@@ -11,7 +11,7 @@ from dagster_duckdb import DuckDBResource
 
 from assets.partitions import daily_logs
 from flywheel.logs.schema import KNOWN_DOMAINS
-from resources.warehouse import LogSourceResource, warehouse_connection
+from resources.warehouse import WAREHOUSE_POOL, LogSourceResource, warehouse_connection
 
 OWNERS = ["team:flywheel-data"]
 
@@ -39,6 +39,7 @@ def _report_metadata(report, source: str) -> dict:
     group_name="logs",
     owners=OWNERS,
     kinds={"duckdb", "parquet"},
+    pool=WAREHOUSE_POOL,
     description="One day of raw task logs (JSONL/Parquet at the log source) validated, redacted, deduplicated "
     "and loaded into the warehouse; bad lines go to `quarantine` with their reason.",
 )
@@ -63,6 +64,7 @@ def raw_task_logs(
     group_name="logs",
     owners=OWNERS,
     kinds={"duckdb"},
+    pool=WAREHOUSE_POOL,
     description="The cleaned task-log table (all days): only valid, redacted, deduplicated records. "
     "Mining reads it; its checks guard everything downstream.",
 )
@@ -79,7 +81,7 @@ def task_logs(duckdb: DuckDBResource) -> dg.MaterializeResult:
     )
 
 
-@dg.asset_check(asset=task_logs, description="Every row has a task_id (mining groups by it).")
+@dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description="Every row has a task_id (mining groups by it).")
 def task_logs_no_null_task_id(duckdb: DuckDBResource) -> dg.AssetCheckResult:
     from flywheel.logs.summary import null_task_ids
 
@@ -88,7 +90,7 @@ def task_logs_no_null_task_id(duckdb: DuckDBResource) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=n == 0, metadata={"rows_without_task_id": n})
 
 
-@dg.asset_check(asset=task_logs, description=f"Every domain is one a verifier handles: {', '.join(KNOWN_DOMAINS)}. "
+@dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description=f"Every domain is one a verifier handles: {', '.join(KNOWN_DOMAINS)}. "
                 "Unknown domains are kept (not quarantined); this warns so someone adds a verifier or fixes the logger.")
 def task_logs_known_domains(duckdb: DuckDBResource) -> dg.AssetCheckResult:
     from flywheel.logs.summary import markdown_table, unknown_domains
@@ -109,7 +111,7 @@ class QuarantineRateConfig(dg.Config):
     max_quarantine_rate: float = 0.05
 
 
-@dg.asset_check(asset=task_logs, description="Quarantined lines / all distinct lines stays under a threshold "
+@dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description="Quarantined lines / all distinct lines stays under a threshold "
                 "(config `max_quarantine_rate`, default 5%): a higher rate means the logger or the schema broke.")
 def task_logs_quarantine_rate(config: QuarantineRateConfig, duckdb: DuckDBResource) -> dg.AssetCheckResult:
     from flywheel.logs.summary import quarantine_rate

@@ -11,6 +11,11 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+WAREHOUSE_POOL = "duckdb_warehouse"
+"""Dagster concurrency pool for assets that open the warehouse: DuckDB allows one writing process
+per file, so steps that hold a connection for long (ingest, mining) take turns (dagster.yaml:
+`pools.default_limit: 1`) instead of failing on the file lock."""
+
 
 class LogSourceResource(dg.ConfigurableResource):
     """Where one day of raw task logs is: a file, folder or URI with `{date}` in it.

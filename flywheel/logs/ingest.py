@@ -374,18 +374,33 @@ _HASH_SRC = ("concat_ws(chr(31), epoch_us(timestamp)::VARCHAR, task_id, domain, 
 _OUT_COLS = (*FIELDS, "extra")
 
 
-def _keyed(sql: str, hit: str) -> str:
-    """Wrap a validation query: key clean rows (content hash when id-less), flag ids already in the
-    warehouse (`seen`, a join the optimizer builds on the batch side) and, for new clean rows only,
-    whether redaction has to look at them (`hit`)."""
+def _keyed(sql: str, redact: bool) -> str:
+    """Wrap a validation query into the one query a batch needs: key clean rows (content hash when
+    id-less), flag ids already in the warehouse (`seen`; the join is built on the batch side) and,
+    for new clean rows whose text passes the cheap prefilter (`hit`), redact in place and count per
+    kind (`r_<KIND>`; the originals `o_<col>` come along for the rare JSON-unsafe replacement)."""
     rest = ", ".join(c for c in _OUT_COLS if c != "id")
-    return f"""
+    hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if redact else "false"
+    keyed = f"""
     SELECT v.line_no, v.err, v.raw, v.id, {rest}, k.id IS NOT NULL AS seen,
-           CASE WHEN v.err IS NULL AND k.id IS NULL THEN coalesce({hit}, false) ELSE false END AS hit
+           CASE WHEN v.err IS NULL AND k.id IS NULL THEN {hit} ELSE false END AS hit
     FROM (SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
           FROM ({sql}) v0) v
     LEFT JOIN task_log_ids k ON v.id = k.id
     """
+    if not redact:
+        return keyed
+    plain = ", ".join(c for c in _OUT_COLS if c not in _TEXT_COLS)
+    reds = ", ".join(f"CASE WHEN hit THEN {R.sql_redact(c)} ELSE {c} END AS {c}" for c in _TEXT_COLS)
+    counts = ", ".join(
+        f"CASE WHEN hit THEN {' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k, c) for c in _TEXT_COLS)}"
+        f" ELSE 0 END AS r_{k}"
+        for k in R.KINDS
+    )
+    origs = ", ".join(f"CASE WHEN hit THEN {c} END AS o_{c}" for c in _TEXT_COLS)
+    ok = " AND ".join(f"coalesce(json_valid({c}), true)" for c in _TEXT_COLS)
+    return (f"SELECT *, CASE WHEN hit THEN {ok} ELSE true END AS red_ok FROM "
+            f"(SELECT line_no, err, raw, {plain}, {reds}, seen, hit, {counts}, {origs} FROM ({keyed}) w) x")
 
 
 class _PartWriter:
@@ -429,18 +444,8 @@ class _Loader:
         self.log_date = log_date
         self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
         self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        self.hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if opts.redact else "false"
-        self._jsonl_sql = _keyed(_jsonl_sql(opts), self.hit)
+        self._jsonl_sql = _keyed(_jsonl_sql(opts), opts.redact)
         self.out = _PartWriter(task_logs_dir(con), report.run_id)
-        counts = ", ".join(
-            f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k, c) for c in _TEXT_COLS)} AS r_{k}"
-            for k in R.KINDS
-        )
-        reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in _TEXT_COLS)
-        ok = ("json_valid(messages) AND json_valid(outcome) AND coalesce(json_valid(reference), true) "
-              "AND coalesce(json_valid(extra), true)")
-        self._red_sql = (f"SELECT line_no, id, timestamp, task_id, domain, model, {reds}, {counts} FROM _h")
-        self._red_sql = f"SELECT *, {ok} AS ok FROM ({self._red_sql})"
 
     # -- readers ------------------------------------------------------------------------------
     def load_jsonl(self, src: SourceFile) -> None:
@@ -490,7 +495,7 @@ class _Loader:
         except Exception as e:  # noqa: BLE001 -- any unreadable file is a quarantine entry, never a crash
             self._file_error(src, f"not a readable Parquet file: {e}")
             return
-        sql = _keyed(_parquet_sql(pf.schema_arrow, self.opts), self.hit)
+        sql = _keyed(_parquet_sql(pf.schema_arrow, self.opts), self.opts.redact)
         done = 0
         batches = pf.iter_batches(batch_size=self.opts.parquet_batch_rows, use_threads=False)
         while True:
@@ -536,18 +541,15 @@ class _Loader:
             return
         if pc.any(cand["seen"]).as_py():
             cand = cand.filter(pc.invert(cand["seen"]))
-        new = cand.drop_columns(["err", "raw", "seen"])
+        new = cand
         if len(new) and self._query("SELECT count(DISTINCT id) FROM _n", _n=new.select(["id"]))[0][0].as_py() < len(new):
             # the same id twice in this batch: keep its first line
             first = pa.table({"id": new["id"], "i": np.arange(len(new))}).group_by("id").aggregate([("i", "min")])
             new = new.take(np.sort(first["i_min"].to_numpy()))
-        red = None
-        if pc.any(new["hit"]).as_py():
-            red = self._redact(new.filter(new["hit"]))
-            new = new.filter(pc.invert(new["hit"]))
-        new = new.drop_columns(["hit"]).append_column("redactions", pa.array(np.zeros(len(new), np.int32)))
-        if red is not None:
-            new = pa.concat_tables([new, red.select(new.column_names).cast(new.schema)])
+        if self.opts.redact:
+            new = self._finish_redaction(new)
+        else:
+            new = new.append_column("redactions", pa.array(np.zeros(len(new), np.int32)))
         if len(new):
             self._write(src, new)
         self.report.ingested += len(new)
@@ -573,32 +575,33 @@ class _Loader:
         finally:
             self.con.unregister("_n")
 
-    def _redact(self, hits: pa.Table) -> pa.Table:
-        """Rows with a possible finding: replace in SQL, fall back to Python where that broke the JSON."""
-        red = self._query(self._red_sql, _h=hits)
-        if not pc.all(red["ok"]).as_py():
-            rows = red.to_pylist()
-            orig = {r["id"]: r for r in hits.to_pylist()}
-            for r in rows:
-                if r["ok"]:
-                    continue
-                o = orig[r["id"]]
+    def _finish_redaction(self, new: pa.Table) -> pa.Table:
+        """Count what SQL redacted; redo in Python the rare rows where a replacement on JSON text cut
+        through an escape (e.g. the `n` of `\\n` taken as part of an e-mail) and broke the JSON."""
+        rows = pc.any(new["hit"]).as_py()
+        bad = pc.invert(new["red_ok"])
+        broken = np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist() if pc.any(bad).as_py() else []
+        if broken:
+            cols = {c: new[c].to_pylist() for c in _TEXT_COLS}
+            counts = {k: new[f"r_{k}"].to_pylist() for k in R.KINDS}
+            for i in broken:
                 for k in R.KINDS:
-                    r[f"r_{k}"] = 0
+                    counts[k][i] = 0
                 for c in _TEXT_COLS:
-                    r[c], cnt = R.redact_json_text(o[c], messages=(c == "messages"))
+                    cols[c][i], cnt = R.redact_json_text(new[f"o_{c}"][i].as_py(), messages=(c == "messages"))
                     for k, v in cnt.items():
-                        r[f"r_{k}"] += v
-            red = pa.Table.from_pylist(rows, schema=red.schema)
-        tot = None
+                        counts[k][i] += v
+            for name, vals in [*cols.items(), *((f"r_{k}", v) for k, v in counts.items())]:
+                new = new.set_column(new.schema.get_field_index(name), name, pa.array(vals, new.schema.field(name).type))
+        total = None
         for k in R.KINDS:
-            col = pc.cast(red[f"r_{k}"], pa.int64())
-            n = int(pc.sum(col).as_py() or 0)
+            col = pc.cast(new[f"r_{k}"], pa.int64())
+            n = int(pc.sum(col).as_py() or 0) if rows else 0
             if n:
                 self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + n
                 self.report.redactions += n
-            tot = col if tot is None else pc.add(tot, col)
-        return red.append_column("redactions", pc.cast(tot, pa.int32()))
+            total = col if total is None else pc.add(total, col)
+        return new.append_column("redactions", pc.cast(total, pa.int32()))
 
     # -- quarantine ---------------------------------------------------------------------------
     def _qrow(self, src: SourceFile, line: int, kind: str, fld: str | None, reason: str, raw: str) -> dict:

@@ -37,7 +37,10 @@ _PII = np.array(["", " Contact me at jane.doe@example.com.", " My key is sk-abcd
 
 
 def _s(a: np.ndarray | pa.Array) -> pa.Array:
-    return a if isinstance(a, pa.Array) else pa.array(a).cast(pa.string())
+    """A string Arrow array from numbers or strings (Arrow casts, no Python objects)."""
+    if isinstance(a, pa.Array):
+        return a if pa.types.is_string(a.type) else a.cast(pa.string())
+    return pa.array(a).cast(pa.string())
 
 
 def _cat(*parts: object) -> pa.Array:
@@ -46,44 +49,49 @@ def _cat(*parts: object) -> pa.Array:
     return pc.binary_join_element_wise(*arrs, "")
 
 
+def _pick(idx: np.ndarray, choices: np.ndarray) -> pa.Array:
+    """choices[idx] as an Arrow string array, via a dictionary (no per-row Python strings)."""
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), pa.array(list(choices))).cast(pa.string())
+
+
 def synthetic_table(start: int, rows: int, seed: int) -> pa.Table:
     """Rows `start .. start+rows` of the seeded synthetic log (TASK_LOG_SCHEMA-compatible columns)."""
     rng = np.random.default_rng([seed, start])
     idx = np.arange(start, start + rows)
     dom_i = rng.integers(0, 3, rows)
-    domain = _DOMAINS[dom_i]
-    a = rng.integers(2, 100, rows).astype(str)
-    b = rng.integers(2, 20, rows).astype(str)
-    task_no = rng.zipf(1.3, rows) % 5000
-    prompt = np.empty(rows, dtype=object)
-    for i, d in enumerate(_DOMAINS):
-        m = dom_i == i
+    domain = _pick(dom_i, _DOMAINS)
+    a, b = _s(rng.integers(2, 100, rows)), _s(rng.integers(2, 20, rows))
+    task_no = _s(rng.zipf(1.3, rows) % 5000)
+    by_domain = []
+    for d in _DOMAINS:
         pre, mid_post = _PROMPTS[d].split("{a}")
         mid, post = mid_post.split("{b}")
-        prompt[m] = pc.binary_join_element_wise(pre, _s(a[m]), mid, _s(b[m]), post, "").to_numpy(zero_copy_only=False)
-    pii = _PII[np.where(rng.random(rows) < 0.005, rng.integers(1, 3, rows), 0)]
+        by_domain.append(_cat(pre, a, mid, b, post))
+    dom = pa.array(dom_i)
+    prompt = pc.if_else(pc.equal(dom, 0), by_domain[0], pc.if_else(pc.equal(dom, 1), by_domain[1], by_domain[2]))
+    pii = _pick(np.where(rng.random(rows) < 0.005, rng.integers(1, 3, rows), 0), _PII)
     status_i = np.minimum(rng.geometric(0.55, rows) - 1, 4)
-    passed = np.where(status_i == 0, "true", "false")
-    err = _ERRORS[np.where(status_i == 0, 0, rng.integers(1, len(_ERRORS), rows))]
-    answer = (rng.integers(2, 2000, rows)).astype(str)
+    passed = _pick((status_i == 0).astype(np.int32), np.array(["false", "true"]))
+    err = _pick(np.where(status_i == 0, 0, rng.integers(1, len(_ERRORS), rows)), _ERRORS)
+    answer = _s(rng.integers(2, 2000, rows))
     messages = _cat(
-        '[{"role":"user","content":"', _s(prompt.astype(str)), _s(pii),
-        '"},{"role":"assistant","content":"The answer is ', _s(answer), '."}]',
+        '[{"role":"user","content":"', prompt, pii,
+        '"},{"role":"assistant","content":"The answer is ', answer, '."}]',
     )
     outcome = _cat(
-        '{"status":"', _s(_STATUS[status_i]), '","passed":', _s(passed), ',"error":"', _s(err),
-        '","latency_ms":', _s(rng.integers(50, 5000, rows).astype(str)),
-        ',"prompt_tokens":', _s(rng.integers(20, 400, rows).astype(str)),
-        ',"completion_tokens":', _s(rng.integers(5, 800, rows).astype(str)), "}",
+        '{"status":"', _pick(status_i, _STATUS), '","passed":', passed, ',"error":"', err,
+        '","latency_ms":', _s(rng.integers(50, 5000, rows)),
+        ',"prompt_tokens":', _s(rng.integers(20, 400, rows)),
+        ',"completion_tokens":', _s(rng.integers(5, 800, rows)), "}",
     )
-    reference = _cat('{"answer":"', _s(answer), '"}')
-    ts = (np.datetime64("2026-12-01T00:00:00", "us") + (idx * 17_000).astype("timedelta64[us]"))
+    reference = _cat('{"answer":"', answer, '"}')
+    ts = np.datetime64("2026-12-01T00:00:00", "us") + (idx * 17_000).astype("timedelta64[us]")
     return pa.table({
-        "id": _cat("sim-", _s(np.full(rows, str(seed))), "-", _s(idx.astype(str))),
+        "id": _cat(f"sim-{seed}-", _s(idx)),
         "timestamp": pa.array(ts, pa.timestamp("us", tz="UTC")),
-        "task_id": _cat(_s(domain), "-", _s(task_no.astype(str))),
-        "domain": _s(domain),
-        "model": _s(_MODELS[rng.integers(0, 2, rows)]),
+        "task_id": _cat(domain, "-", task_no),
+        "domain": domain,
+        "model": _pick(rng.integers(0, 2, rows), _MODELS),
         "messages": messages,
         "outcome": outcome,
         "reference": reference,
