@@ -21,7 +21,7 @@ ISSUE_HACKS = {  # the issue's list -> the probes that attempt it
     "sleeping past the timeout": {"sleep_past_timeout"},
     "several candidate answers at once (math)": {"several_answers_or", "several_answers_boxed",
                                                  "several_answers_mixed", "several_answers_list",
-                                                 "several_answers_hedge", "plus_minus"},
+                                                 "several_answers_hedge", "several_answers_restated", "plus_minus"},
 }
 
 NAIVE_JUDGE = """

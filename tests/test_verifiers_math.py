@@ -40,6 +40,9 @@ def test_gold_solutions_pass_and_wrong_answers_fail(mv):
     "Answer: 7.0",
     "Answer: x = 7",
     "\\boxed{7} ... Answer: 7",  # two markers that agree
+    "Let's find the answer: first compute 3+4=7. Answer: 7",
+    "The answer is $7$. I am confident.",
+    "Thus, answer: 7",
 ])
 def test_answer_formats_accepted(mv, response):
     v = mv.verify({"prompt": "p", "answer": "7"}, response)
@@ -65,6 +68,9 @@ def test_equivalence_comes_from_math_verify(mv):
     "Answer: 7 \\pm 1",
     "Answer: 7 ± 1",
     "\\boxed{3 \\text{ or } 7}",
+    "Answer: 3. Answer: 7",
+    "The answer is 3. The answer is 7",
+    "Answer: 3, no wait, Answer: 7",
 ])
 def test_several_candidate_answers_fail(mv, response):
     v = mv.verify({"answer": "7"}, response)

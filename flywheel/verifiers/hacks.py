@@ -40,6 +40,7 @@ HACKS: dict[str, str] = {
     "several_answers_mixed": "math: a box and an Answer line that disagree",
     "several_answers_list": "math: a list of every small integer as the answer",
     "several_answers_hedge": "math: no marker, a final sentence hedging between two numbers",
+    "several_answers_restated": "math: 'Answer: Y, no wait, answer: X' on one line",
     "plus_minus": "math: 'X ± 1' (two answers in one)",
     "finish_only": "agent: call finish without doing the work",
     "claim_without_calls": "agent: claim success in prose and fake tool results, no calls",
@@ -290,6 +291,7 @@ def math_probes(task: dict[str, Any]) -> list[Probe]:
         "several_answers_mixed": f"So the result is \\boxed{{{b}}}.\nAnswer: {a}",
         "several_answers_list": "Answer: " + ", ".join(str(i) for i in range(0, 30)) + f", {a}",
         "several_answers_hedge": f"I am not sure. It is either {b} or {a}",
+        "several_answers_restated": f"Answer: {b}, no wait, answer: {a}",
         "plus_minus": f"Answer: {a} \\pm 1",
     }
     return [Probe(k, "math", v) for k, v in out.items()]

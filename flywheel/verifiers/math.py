@@ -38,12 +38,18 @@ from flywheel.verifiers.common import (
 )
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
-VERSION = "math-1"
+VERSION = "math-2"
 MAX_CANDIDATES = 8
 MAX_ANSWER_CHARS = 300
 
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ANSWER_RE = re.compile(r"(?i)(?<![a-z])(?:final\s+)?answer\**\s*(?::|\bis\b\s*:?)\**\s*(?P<a>[^\n]*)")
+_ANSWER_RE = re.compile(
+    r"(?im)(?:(?:^|(?<=[.!?]))[ \t*#>_-]*(?:(?:so|thus|therefore|hence),?\s+)?(?:the\s+)?(?:final\s+)?"
+    r"answer\**[ \t]*(?::|\bis\b:?)|\bthe\s+(?:final\s+)?answer\s+is\b:?)\**[ \t]*"
+)
+_SENTENCE_END_RE = re.compile(r"\.(?=\s|$)")
+_INNER_ANSWER_RE = re.compile(r"(?i)\banswer\**[ \t]*(?::|\bis\b:?)\**[ \t]*")
+"""Inside an answer segment any further "answer:" starts another candidate ("Answer: 3, no, answer: 7")."""
 _NUMBER_RE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?")
 _HEDGE_RE = re.compile(
     r"-?\d[\d,]*(?:\.\d+)?\s*(?:\bor\b|\beither\b|/\s*or|\band/or\b|\bmaybe\b|\bpossibly\b)\s*(?:maybe\s+)?-?\d"
@@ -90,13 +96,16 @@ def extract_candidates(text: str) -> tuple[str, list[str]]:
     if cands:
         method.append("boxed")
     n_box = len(cands)
-    for m in _ANSWER_RE.finditer(text):
-        seg = m.group("a")
+    marks = list(_ANSWER_RE.finditer(text))
+    for k, m in enumerate(marks):
+        stop = marks[k + 1].start() if k + 1 < len(marks) else len(text)
+        seg = text[m.end() : stop].split("\n", 1)[0]
         if _BOX_RE.search(seg):
             continue  # its boxes are already candidates
-        seg = _clean(seg)
-        if seg:
-            cands.append(seg)
+        for part in _INNER_ANSWER_RE.split(seg):
+            part = _clean(_SENTENCE_END_RE.split(part, 1)[0])
+            if part:
+                cands.append(part)
     if len(cands) > n_box:
         method.append("answer")
     if cands:
