@@ -46,6 +46,7 @@ JSON_FIELDS = {"messages": "ARRAY", "outcome": "OBJECT", "reference": None}  # r
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 _TEXT_COLS = ("messages", "outcome", "reference", "extra")
+_SCAN_CHUNK = 32_768  # rows per Arrow record batch handed to DuckDB (its unit of parallel scanning)
 
 
 @dataclass(frozen=True)
@@ -480,6 +481,7 @@ class _Loader:
                                           raw.decode("utf-8", "backslashreplace")))
             arr, line_no = pa.array(good, pa.large_string()), np.asarray(nos, dtype=np.int64)
         batch = pa.table({"line_no": line_no, "line": arr})
+        batch = pa.Table.from_batches(batch.to_batches(max_chunksize=_SCAN_CHUNK))
         batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))  # blank: not records
         self.report.lines_read += len(batch) + len(bad)
         if bad:
@@ -509,6 +511,7 @@ class _Loader:
             n = rb.num_rows
             t = pa.Table.from_batches([rb]).append_column(
                 "line_no", pa.array(np.arange(done + 1, done + 1 + n, dtype=np.int64)))
+            t = pa.Table.from_batches(t.to_batches(max_chunksize=_SCAN_CHUNK))  # zero-copy; lets DuckDB scan in parallel
             done += n
             self.report.lines_read += n
             self._batch(src, t, sql, None)
