@@ -25,9 +25,15 @@ FAST = Limits(wall_timeout_s=5, cpu_time_s=3, memory_mb=256, max_processes=16, m
               max_file_size_mb=4, max_disk_mb=16)
 
 
+MARK = "FLYWHEEL_SBX_MARK_" + secrets.token_hex(6)  # in the command line of every process an attack leaves behind
+
+
 def _sandbox_procs() -> list[str]:
-    """Host processes running as a sandbox uid (the local backend's payloads) or in a docker sandbox."""
-    out = []
+    """Host processes this test session's sandboxes left: marked ones anywhere, or sandbox-uid descendants of us.
+
+    (Other sessions on the machine may run sandboxes at the same time; their processes are not ours.)
+    """
+    procs = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
@@ -36,10 +42,20 @@ def _sandbox_procs() -> list[str]:
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
-        if uid >= UID_BASE or "FLYWHEEL_SBX_MARK" in cmd:
-            out.append(f"{d.name} uid={uid} {cmd[:80]}")
-    return out
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        procs[int(d.name)] = (int(fields["PPid"]), int(fields["Uid"].split()[0]), cmd)
+    me = os.getpid()
+
+    def ours(pid: int) -> bool:
+        seen = 0
+        while pid > 1 and pid in procs and seen < 64:
+            if pid == me:
+                return True
+            pid, seen = procs[pid][0], seen + 1
+        return False
+
+    return sorted(f"{pid} uid={uid} {cmd[:80]}" for pid, (_, uid, cmd) in procs.items()
+                  if MARK in cmd or (uid >= UID_BASE and ours(pid)))
 
 
 @pytest.fixture(scope="module", params=["local", "pool", "docker"])
@@ -86,8 +102,27 @@ def host(tmp_path, monkeypatch):
     assert _sandbox_procs() == before, f"sandbox processes survived: {_sandbox_procs()}"
 
 
-def run(sbx, code: str, limits: Limits = FAST, **kw):
-    return sbx.run(textwrap.dedent(code), limits=limits, **kw)
+def run(sbx, code: str, limits: Limits = FAST, guarded: bool = False, **kw):
+    return sbx.run((guard() if guarded else "") + textwrap.dedent(code), limits=limits, **kw)
+
+
+def guard() -> str:
+    """Prelude for attacks that would hurt the host if isolation were broken (kill -1, fork bomb).
+
+    The attack runs only when the program is demonstrably in another PID namespace than this test and
+    not root; otherwise it exits 99, the test fails, and the host is spared.
+    """
+    host_ns = os.readlink("/proc/self/ns/pid")
+    return textwrap.dedent(f"""
+        import os as _os, sys as _sys
+        try:
+            _ns = _os.readlink("/proc/self/ns/pid")
+        except OSError:
+            _ns = None
+        if _os.getuid() == 0 or _ns in (None, {host_ns!r}):
+            print("NOT ISOLATED: refusing to attack")
+            _sys.exit(99)
+    """)
 
 
 def test_tcp_to_loopback_and_elsewhere_fails(sbx, host):
@@ -155,7 +190,7 @@ def test_secrets_home_and_environment_not_visible(sbx, host):
 
 
 def test_writes_outside_work_dir_fail(sbx, host):
-    r = run(sbx, f"""
+    r = run(sbx, guarded=True, code=f"""
         import os
         ok = []
         for path in ["/usr/evil", "/etc/evil", "/evil", "/proc/sys/kernel/hostname", "/dev/evil",
@@ -177,7 +212,7 @@ def test_writes_outside_work_dir_fail(sbx, host):
 
 def test_fork_bomb_is_contained(sbx, host):
     t0 = time.time()
-    r = run(sbx, """
+    r = run(sbx, guarded=True, code="""
         import os
         n = 0
         while True:
@@ -192,12 +227,13 @@ def test_fork_bomb_is_contained(sbx, host):
             except OSError:
                 pass
     """, limits=Limits(wall_timeout_s=2, cpu_time_s=10, max_processes=16))
+    assert "NOT ISOLATED" not in r.stdout
     assert r.exit_code != 0 and r.killed_reason in {"wall_timeout", "cpu_time"}
     assert time.time() - t0 < 15
 
 
 def test_memory_limit(sbx, host):
-    r = run(sbx, """
+    r = run(sbx, guarded=True, code="""
         chunks = []
         for _ in range(64):
             chunks.append(bytearray(64 << 20))
@@ -208,7 +244,7 @@ def test_memory_limit(sbx, host):
 
 
 def test_file_size_and_disk_limits(sbx, host):
-    r = run(sbx, """
+    r = run(sbx, guarded=True, code="""
         with open("/work/big", "wb") as f:
             for _ in range(64):
                 f.write(b"x" * (1 << 20))
@@ -216,7 +252,7 @@ def test_file_size_and_disk_limits(sbx, host):
     """)
     assert "WROTE" not in r.stdout and r.exit_code != 0
     assert r.killed_reason == "file_size", (r.killed_reason, r.stderr[-300:])
-    r = run(sbx, """
+    r = run(sbx, guarded=True, code="""
         import errno
         written = 0
         try:
@@ -257,7 +293,7 @@ def test_cpu_spin_and_sleep_are_stopped(sbx, host):
 def test_killing_the_parent_and_everyone_fails(sbx, host):
     victim = subprocess.Popen(["sleep", "30"])
     try:
-        r = run(sbx, f"""
+        r = run(sbx, guarded=True, code=f"""
             import os, signal, subprocess
             for pid in [os.getppid(), {os.getpid()}, {victim.pid}, 1]:
                 try:
@@ -271,8 +307,8 @@ def test_killing_the_parent_and_everyone_fails(sbx, host):
                 pass
             print("still here")
         """)
+        assert "NOT ISOLATED" not in r.stdout
         assert victim.poll() is None, "a host process was killed"
-        assert r is not None
         # the sandbox keeps working afterwards (the pool's fork server survived)
         again = run(sbx, "print('alive')")
         assert again.stdout.strip() == "alive"
@@ -282,13 +318,13 @@ def test_killing_the_parent_and_everyone_fails(sbx, host):
 
 
 def test_no_background_process_survives(sbx, host):
-    r = run(sbx, """
+    r = run(sbx, guarded=True, code=f"""
         import os, subprocess, time
-        subprocess.Popen(["/bin/sh", "-c", "sleep 30"], start_new_session=True)
+        subprocess.Popen(["/bin/sh", "-c", "sleep 30; echo {MARK}"], start_new_session=True)
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                time.sleep(30)
+                os.execv("/bin/sh", ["/bin/sh", "-c", "sleep 30; echo {MARK}"])
             os._exit(0)
         print("spawned")
     """)

@@ -235,24 +235,30 @@ class DockerSandbox:
         out, err = bytearray(), bytearray()
         killed = None
         try:
-            for stream, data in _frames(raw, deadline):
-                (out if stream == 1 else err).extend(data)
-                if len(out) + len(err) > budget:
-                    killed = "output_limit"
-                    break
-        except TimeoutError:
-            killed = "wall_timeout"
+            try:
+                for stream, data in _frames(raw, deadline):
+                    (out if stream == 1 else err).extend(data)
+                    if len(out) + len(err) > budget:
+                        killed = "output_limit"
+                        break
+            except TimeoutError:
+                killed = "wall_timeout"
+            if killed:
+                try:
+                    container.kill()
+                except Exception:
+                    pass
+                try:  # keep draining until the stream ends: an undrained attach can wedge the engine
+                    for _ in _frames(raw, time.monotonic() + 15):
+                        pass
+                except TimeoutError:
+                    pass
         except OSError as e:
             raise SandboxInfraError(f"lost the sandbox container's stream: {e}") from e
         finally:
             try:
                 raw.close()
             except OSError:
-                pass
-        if killed:
-            try:
-                container.kill()
-            except Exception:
                 pass
         try:
             state = container.wait(timeout=30)
