@@ -119,6 +119,12 @@ def test_log_date_stamps_rows_and_defaults_to_record_date(tmp_path, wh):
     assert wh.execute("SELECT log_date::VARCHAR FROM task_logs WHERE id = 'r3'").fetchall() == [("2026-12-05",)]
 
 
+def test_byte_order_mark_and_crlf_are_tolerated(tmp_path, wh):
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + json.dumps(rec(1)).encode() + b"\r\n" + json.dumps(rec(2)).encode() + b"\r\n")
+    r = ingest(tmp_path / "bom.jsonl", wh)
+    assert (r.lines_read, r.ingested, r.quarantined) == (2, 2, 0)
+
+
 def test_chunk_boundaries_keep_line_numbers(tmp_path, wh):
     lines = [rec(i) for i in range(40)]
     lines[17] = rec(17, timestamp=12)

@@ -354,9 +354,12 @@ def _jsonl_chunks(src: SourceFile, chunk_bytes: int) -> Iterator[tuple[int, byte
     """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression."""
     compression = "detect" if src.path.endswith(".gz") else None
     with src.fs.open_input_stream(src.path, compression=compression) as f:
-        buf, done = b"", 0
+        buf, done, first = b"", 0, True
         while True:
             data = f.read(chunk_bytes)
+            if first and data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not part of line 1
+                data, first = data[3:], False
+            first = False
             if not data:
                 if buf:
                     yield done, buf
