@@ -108,32 +108,47 @@ def generate_parquet(path: Path, rows: int, seed: int, n_templates: int = 24_000
 # ------------------------------------------------------------------------------------------------
 
 
-def worker_flywheel(parquet: Path, warehouse: Path, out: Path, threads: int) -> None:
+def _connect(warehouse: Path, threads: int):
     import duckdb
 
-    from flywheel.logs.ingest import ingest
-    from flywheel.mining import MiningConfig, mine
     from flywheel.warehouse import configure, ensure_tables
 
     con = configure(duckdb.connect(str(warehouse)))
     con.execute(f"SET threads = {threads}")
     con.execute("SET memory_limit = '1GB'")
     ensure_tables(con)
+    return con
+
+
+def worker_ingest(parquet: Path, warehouse: Path, out: Path, threads: int) -> None:
+    """flywheel ingest (I1's `flywheel.logs.ingest`) in its own process: its own peak RSS."""
+    from flywheel.logs.ingest import ingest
+
+    con = _connect(warehouse, threads)
     t0, c0 = time.perf_counter(), _cpu_s()
     rep = ingest(parquet, con)
-    t_ingest, c_ingest = time.perf_counter() - t0, _cpu_s() - c0
+    out.write_text(json.dumps({
+        "ingested": rep.ingested, "quarantined": rep.quarantined, "duplicates": rep.duplicates,
+        "lines_read": rep.lines_read, "ingest_s": time.perf_counter() - t0, "ingest_cpu_s": _cpu_s() - c0,
+        "ingest_peak_rss_mib": _peak_rss_mib()}))
+
+
+def worker_flywheel(warehouse: Path, out: Path, threads: int) -> None:
+    """flywheel mining over the ingested warehouse, in its own process."""
+    from flywheel.mining import MiningConfig, mine
+
+    con = _connect(warehouse, threads)
     t0, c0 = time.perf_counter(), _cpu_s()
     failures, pool = mine(con, MiningConfig())
     t_mine, c_mine = time.perf_counter() - t0, _cpu_s() - c0
+    peak = _peak_rss_mib()
     stats = con.execute("SELECT task_id, model, attempts, passes FROM task_stats").fetchall()
     tax = con.execute("SELECT domain, model, failure_type, n FROM failure_summary").fetchall()
     sigs = con.execute("SELECT count(DISTINCT signature_hash) FROM failure_cases").fetchall()[0][0]
     out.write_text(json.dumps({
-        "ingested": rep.ingested, "quarantined": rep.quarantined, "duplicates": rep.duplicates,
-        "lines_read": rep.lines_read, "ingest_s": t_ingest, "mine_s": t_mine, "ingest_cpu_s": c_ingest,
-        "mine_cpu_s": c_mine, "steps": failures.step_seconds,
-        "mine_failures_s": failures.seconds, "task_pool_s": pool.seconds,
-        "peak_rss_mib": _peak_rss_mib(), "pool": pool.pool, "decontaminated": pool.decontaminated,
+        "mine_s": t_mine, "mine_cpu_s": c_mine, "steps": failures.step_seconds,
+        "steps_cpu": failures.step_cpu_seconds, "mine_failures_s": failures.seconds, "task_pool_s": pool.seconds,
+        "mine_peak_rss_mib": peak, "pool": pool.pool, "decontaminated": pool.decontaminated,
         "near_duplicates": pool.near_duplicates, "signatures": sigs,
         "stats": [list(r) for r in stats], "taxonomy": [list(r) for r in tax],
     }))
@@ -227,6 +242,10 @@ def worker_pandas(parquet: Path, out: Path) -> None:
     keep = list(kept)
     pool = cur[cur["task_id"].isin(set(keep))]
     pool = pool.groupby("domain").head(cfg.max_pool_per_domain)
+    # persist the results, as flywheel does in its warehouse tables
+    fails.to_parquet(out.with_suffix(".failure_cases.parquet"))
+    stats.to_parquet(out.with_suffix(".task_stats.parquet"))
+    pool.drop(columns=["has_ref"]).to_parquet(out.with_suffix(".task_pool.parquet"))
     t_all, c_all = time.perf_counter() - t_all, _cpu_s() - c_all
     out.write_text(json.dumps({
         "mine_s": t_all, "mine_cpu_s": c_all, "read_s": t_read, "peak_rss_mib": _peak_rss_mib(), "pool": len(pool),
@@ -251,13 +270,16 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=None, help="keep files here (default: a temp folder)")
-    ap.add_argument("--worker", choices=["flywheel", "pandas"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas"], help=argparse.SUPPRESS)
     ap.add_argument("--parquet", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.worker == "ingest":
+        worker_ingest(a.parquet, a.warehouse, a.out, a.threads)
+        return {}
     if a.worker == "flywheel":
-        worker_flywheel(a.parquet, a.warehouse, a.out, a.threads)
+        worker_flywheel(a.warehouse, a.out, a.threads)
         return {}
     if a.worker == "pandas":
         worker_pandas(a.parquet, a.out)
@@ -274,9 +296,12 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"generated {a.rows:,} rows ({parquet.stat().st_size / 2**20:.0f} MiB Parquet) in {gen_s:.1f}s")
         wh = work / "warehouse.duckdb"
         wh.unlink(missing_ok=True)
-        _run_worker(["--worker", "flywheel", "--parquet", str(parquet), "--warehouse", str(wh),
-                     "--out", str(work / "fw.json"), "--threads", str(a.threads)], env)
-        fw = json.loads((work / "fw.json").read_text())
+        _run_worker(["--worker", "ingest", "--parquet", str(parquet), "--warehouse", str(wh),
+                     "--out", str(work / "ingest.json"), "--threads", str(a.threads)], env)
+        _run_worker(["--worker", "flywheel", "--warehouse", str(wh), "--out", str(work / "fw.json"),
+                     "--threads", str(a.threads)], env)
+        fw = {**json.loads((work / "ingest.json").read_text()), **json.loads((work / "fw.json").read_text())}
+        fw["peak_rss_mib"] = max(fw["ingest_peak_rss_mib"], fw["mine_peak_rss_mib"])
         _run_worker(["--worker", "pandas", "--parquet", str(parquet), "--out", str(work / "pd.json")], env)
         pdr = json.loads((work / "pd.json").read_text())
     finally:
@@ -304,10 +329,12 @@ def main(argv: list[str] | None = None) -> dict:
           f"{pdr['mine_cpu_s'] / fw['mine_cpu_s']:8.1f}x")
     print(f"{'mining rows/s':28}{a.rows / fw['mine_s']:12,.0f}{a.rows / pdr['mine_s']:12,.0f}")
     print(f"{'  of which parquet decode s':28}{'':>12}{pdr['read_s']:12.2f}")
-    print(f"{'peak RSS MiB':28}{fw['peak_rss_mib']:12.0f}{pdr['peak_rss_mib']:12.0f}")
+    print(f"{'peak RSS MiB (mining)':28}{fw['mine_peak_rss_mib']:12.0f}{pdr['peak_rss_mib']:12.0f}")
+    print(f"{'peak RSS MiB (ingest)':28}{fw['ingest_peak_rss_mib']:12.0f}")
     print(f"{'task pool / decontam / dups':28}{fw['pool']:>5}/{fw['decontaminated']}/{fw['near_duplicates']:<4}"
           f"{pdr['pool']:>6}/{pdr['decontaminated']}/{pdr['near_duplicates']}")
-    print(f"flywheel mining steps (s): {fw['steps']}, task_pool {fw['task_pool_s']:.2f}")
+    print(f"flywheel mining steps, wall s: {fw['steps']}, task_pool {fw['task_pool_s']:.2f}")
+    print(f"flywheel mining steps, CPU s: {fw['steps_cpu']}")
     print(f"ingest: {a.rows:,} rows in {fw['ingest_s']:.2f}s ({fw['ingest_cpu_s']:.2f} CPU s) = {ingest_rps:,.0f} rows/s "
           f"({fw['quarantined']} quarantined, {fw['duplicates']} duplicates)")
     print(f"agreement: {len(fw['stats']):,} (task, model) pass rates and {len(fw['taxonomy'])} taxonomy cells identical")
@@ -319,7 +346,8 @@ def main(argv: list[str] | None = None) -> dict:
         "mining_cpu_ratio_vs_pandas": round(pdr["mine_cpu_s"] / fw["mine_cpu_s"], 1),
         "ingest_cpu_s": round(fw["ingest_cpu_s"], 2), "mining_cpu_s": round(fw["mine_cpu_s"], 2),
         "pandas_mining_cpu_s": round(pdr["mine_cpu_s"], 2),
-        "peak_rss_mib": round(fw["peak_rss_mib"]), "pandas_peak_rss_mib": round(pdr["peak_rss_mib"]),
+        "peak_rss_mib": round(fw["peak_rss_mib"]), "ingest_peak_rss_mib": round(fw["ingest_peak_rss_mib"]),
+        "mining_peak_rss_mib": round(fw["mine_peak_rss_mib"]), "pandas_peak_rss_mib": round(pdr["peak_rss_mib"]),
         "failures": sum(tax.values()), "task_pool": fw["pool"], "decontaminated": fw["decontaminated"],
         "near_duplicates": fw["near_duplicates"],
     }

@@ -138,9 +138,13 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
             SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
                    j[1] AS passed_s, lower(j[2]) AS status, j[3] AS error,
                    TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
-            FROM (SELECT *, json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run',
-                                                          '$.tests.passed']) AS j FROM task_logs)
-            WHERE CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true ELSE lower(j[2]) <> 'success' END
+            -- parse each outcome once: a WHERE over `j` would be rewritten into one JSON parse per reference,
+            -- so the filter is an unnest of a list that is empty for passing/unjudged records
+            FROM (SELECT * EXCLUDE (outcome), unnest(list_filter(
+                      [json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run', '$.tests.passed'])],
+                      lambda j: CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true
+                                ELSE lower(j[2]) <> 'success' END)) AS j
+                  FROM task_logs)
         ), m AS (
             SELECT * EXCLUDE (messages),
                    list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
