@@ -66,14 +66,11 @@ class ChampionResponder:
         self.model_path, self.model_id = str(model_path), model_id
         self.config = config or ServeConfig()
         self.engine = build_engine(engine, self.model_path, device=device)
-        if score is None:
-            from flywheel.evaluation.runner import _default_score
-
-            score = _default_score()
-        self.score = score
+        self.score = score  # None: the verifiers' batch API
 
     def respond_batch(self, tasks: Sequence[Task], rng: random.Random) -> list[Any]:
         """One sampled response per request, in order, each with its verified outcome."""
+        from flywheel.evaluation.runner import score_all
         from flywheel.rollout import generate_for_tasks
         from flywheel.rollout.types import SamplingParams
         from flywheel.tasks.traffic import response_from_text
@@ -86,9 +83,10 @@ class ChampionResponder:
         t0 = time.perf_counter()
         rollouts = generate_for_tasks(self.engine, list(tasks), 1, sp, max_steps=cfg.max_steps)
         per_ms = (time.perf_counter() - t0) * 1000 / len(tasks)
+        verdicts = score_all([(t.domain, t.verifier_task(), r.text) for t, r in zip(tasks, rollouts, strict=True)],
+                             self.score)
         out = []
-        for task, r in zip(tasks, rollouts, strict=True):
-            verdict = self.score(task.domain, task.verifier_task(), r.text)
+        for task, r, verdict in zip(tasks, rollouts, verdicts, strict=True):
             outcome = _outcome_from(task, r, verdict, per_ms, cfg)
             resp = response_from_text(task, r.text, self.model_id, verdict.passed, **outcome)
             out.append(resp)

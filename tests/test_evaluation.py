@@ -105,8 +105,10 @@ def test_torch_engine_eval_report_and_mlflow(flywheel_home, tmp_path):
     import torch
 
     from flywheel.rollout import build_engine
+    from tests.test_registry import seed_mlflow_db
 
     torch.set_num_threads(1)
+    seed_mlflow_db(flywheel_home)
     path = _random_tiny(tmp_path / "tiny")
     cfg = EvalConfig(n_samples=2, tasks_per_domain={"math": 2, "code": 1, "agent": 2}, n_boot=200,
                      max_new_tokens=24, max_steps=2)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from flywheel.loop import ChampionResponder, ServeConfig, make_champion_responder, serve_day
+from tests.test_registry import seed_mlflow_db
 
 
 def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, tmp_path, monkeypatch):
@@ -18,6 +19,7 @@ def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, tmp_path
 
     torch.set_num_threads(1)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    seed_mlflow_db(flywheel_home)
     with pytest.raises(LookupError):
         make_champion_responder(paths=flywheel_home)
     path = _random_tiny(tmp_path / "tiny")

@@ -18,6 +18,7 @@ from assets.orchestration import (
     daily_turn_schedule,
 )
 from assets.partitions import base_models, daily_logs
+from tests.test_registry import seed_mlflow_db
 
 
 def _checkpoint(root: Path, name: str, complete: bool = True) -> Path:
@@ -87,6 +88,7 @@ def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path, mo
     from flywheel.registry.mlflow_registry import Registry
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    seed_mlflow_db(flywheel_home)
     instance = dg.DagsterInstance.ephemeral()
     assert current_base_model(instance) == "tiny-v1"  # nothing known: the embedded default
     instance.add_dynamic_partitions(base_models.name, ["tiny-v1", "tiny-v2"])
@@ -129,6 +131,7 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
 
     torch.set_num_threads(1)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    seed_mlflow_db(flywheel_home)
     base = _tiny_checkpoint(flywheel_home.models / "base" / "tiny-test")
     shutil.copytree(base, flywheel_home.models / "policies" / "tiny-test")
     instance = dg.DagsterInstance.ephemeral()

@@ -13,6 +13,29 @@ from flywheel.registry.mlflow_registry import GateConfig, Registry, decide, prom
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
 
 CFG = EvalConfig(n_samples=2, n_boot=200)
+_TEMPLATE = None
+
+
+def seed_mlflow_db(paths) -> None:
+    """Copy an already-migrated empty MLflow SQLite store into `paths` (creating one costs 10-20 s on 2 cores)."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import mlflow
+
+    global _TEMPLATE
+    if _TEMPLATE is None or not _TEMPLATE.exists():
+        t = Path(tempfile.gettempdir()) / f"flywheel-mlflow-template-{mlflow.__version__}-{os.getuid()}.db"
+        if not t.exists():
+            tmp = t.with_suffix(f".{os.getpid()}.tmp")
+            mlflow.MlflowClient(f"sqlite:///{tmp}").search_experiments()
+            os.replace(tmp, t)
+        _TEMPLATE = t
+    target = paths.home / "mlflow.db"
+    if not target.exists():
+        shutil.copy(_TEMPLATE, target)
 
 
 def report(model: str, passes: dict[str, list[tuple[bool, bool]]]) -> EvalReport:
@@ -43,6 +66,7 @@ def test_gate_is_a_pure_decision():
 
 @pytest.fixture
 def registry(flywheel_home):
+    seed_mlflow_db(flywheel_home)
     return Registry(flywheel_home.mlflow_uri, artifact_location=flywheel_home.mlflow_artifacts.as_uri())
 
 
@@ -86,8 +110,10 @@ def test_promote_refuse_and_rollback_on_sqlite(registry, flywheel_home, tmp_path
         rollback(registry, to_version="99")
 
 
-def test_rollback_cli_json(registry, flywheel_home, tmp_path, capsys):
+def test_rollback_cli_json(registry, flywheel_home, tmp_path, capsys, monkeypatch):
     from flywheel.cli import main
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the CLI falls back to $FLYWHEEL_HOME's store
 
     registry.ensure_champion(tmp_path, "tiny-v1")
     registry.set_champion(registry.register(tmp_path, {"base_model": "tiny-v1"}).version)

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from flywheel.evaluation.runner import compare
+from flywheel.paths import FlywheelPaths
 from flywheel.registry.mlflow_registry import GateConfig, Registry, promote_if_better, rollback
-from tests.test_registry import BASE, BETTER, REGRESSED
+from tests.test_registry import BASE, BETTER, REGRESSED, seed_mlflow_db
 
 
 def _free_port() -> int:
@@ -27,12 +28,13 @@ def _free_port() -> int:
 @pytest.fixture
 def mlflow_server(tmp_path):
     port = _free_port()
+    seed_mlflow_db(FlywheelPaths(tmp_path))  # a migrated store: the server starts without running migrations
     mlflow_bin = Path(sys.executable).with_name("mlflow")
     log = open(tmp_path / "server.log", "w")
     env = {**os.environ, "MLFLOW_ENABLE_TELEMETRY": "false", "DO_NOT_TRACK": "1"}
     proc = subprocess.Popen(
         [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
          "--artifacts-destination", (tmp_path / "artifacts").as_uri()],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
     )

@@ -120,30 +120,39 @@ def log_to_mlflow(
     tracking_uri: str | None = None, experiment: str = "flywheel-eval", run_name: str | None = None,
     tags: Mapping[str, str] | None = None, artifact_location: str | None = None,
 ) -> str:
-    """One MLflow run with params (eval config), metrics (per domain, with CI bounds) and the report artifacts."""
-    import mlflow
+    """One MLflow run with params (eval config), metrics (per domain, with CI bounds) and the report artifacts.
 
-    client_uri = tracking_uri or mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(client_uri)
-    exp = mlflow.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp else mlflow.create_experiment(experiment, artifact_location=artifact_location)
-    with mlflow.start_run(experiment_id=exp_id, run_name=run_name or f"eval-{report.model}") as run:
-        mlflow.set_tags({"flywheel.kind": "eval", "flywheel.model": report.model, **dict(tags or {})})
-        mlflow.log_params(report.config.to_params())
-        metrics: dict[str, float] = {}
-        for d, m in report.metrics.items():
-            for name, e in m.items():
-                if not math.isnan(e.value):
-                    key = name.replace("@", "_at_")
-                    metrics[f"{d}.{key}"] = e.value
-                    metrics[f"{d}.{key}.ci_lo"] = e.lo
-                    metrics[f"{d}.{key}.ci_hi"] = e.hi
-        if comparison is not None:
-            for d, e in comparison.diffs.items():
-                if not math.isnan(e.value):
-                    metrics[f"{d}.pass_at_1.diff_vs_baseline"] = e.value
-        mlflow.log_metrics(metrics)
-        with tempfile.TemporaryDirectory() as tmp:
-            write_report(tmp, report, baseline, comparison)
-            mlflow.log_artifacts(tmp, artifact_path="eval_report")
-        return run.info.run_id
+    Uses an explicit `MlflowClient`, never the process-global tracking URI (which mlflow also
+    exports to the environment), so evaluation cannot redirect anyone else's logging.
+    """
+    import time
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    exp_id = exp.experiment_id if exp else client.create_experiment(experiment, artifact_location=artifact_location)
+    run = client.create_run(exp_id, run_name=run_name or f"eval-{report.model}",
+                            tags={"flywheel.kind": "eval", "flywheel.model": report.model, **dict(tags or {})})
+    run_id = run.info.run_id
+    now = int(time.time() * 1000)
+    metrics: dict[str, float] = {}
+    for d, m in report.metrics.items():
+        for name, e in m.items():
+            if not math.isnan(e.value):
+                key = name.replace("@", "_at_")
+                metrics[f"{d}.{key}"] = e.value
+                metrics[f"{d}.{key}.ci_lo"] = e.lo
+                metrics[f"{d}.{key}.ci_hi"] = e.hi
+    if comparison is not None:
+        for d, e in comparison.diffs.items():
+            if not math.isnan(e.value):
+                metrics[f"{d}.pass_at_1.diff_vs_baseline"] = e.value
+    client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                     params=[Param(k, str(v)) for k, v in report.config.to_params().items()])
+    with tempfile.TemporaryDirectory() as tmp:
+        write_report(tmp, report, baseline, comparison)
+        client.log_artifacts(run_id, tmp, artifact_path="eval_report")
+    client.set_terminated(run_id)
+    return run_id

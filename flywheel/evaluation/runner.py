@@ -126,23 +126,33 @@ def aggregate(results: Sequence[TaskResult], config: EvalConfig) -> dict[str, di
 
 
 def _default_score() -> ScoreFn:
-    from flywheel.verifiers import score  # V's entry point; imported late so evaluation loads without it
+    from flywheel.verifiers import score  # the verifiers' entry point
 
     return score
+
+
+def score_all(items: Sequence[tuple[str, dict, str]], score: ScoreFn | None = None,
+              concurrency: int = 2) -> list[Verdict]:
+    """Verdicts of `(domain, verifier_task, response)` items, in order: the verifiers' batch API by default."""
+    if score is not None:
+        return [score(d, t, r) for d, t, r in items]
+    from flywheel.verifiers import score_batch
+
+    return list(score_batch(list(items), concurrency=concurrency))
 
 
 def score_rollouts(
     tasks: Sequence[Task], rollouts: Sequence[Sequence[Rollout]], config: EvalConfig,
     score: ScoreFn | None = None, batch_latency_ms: float | None = None,
 ) -> list[TaskResult]:
-    """Verdicts for every sample, folded into one `TaskResult` per task."""
-    score = score or _default_score()
+    """Verdicts for every sample (one batch through the verifiers), folded into one `TaskResult` per task."""
     if len(rollouts) != len(tasks):
         raise ValueError(f"generator returned {len(rollouts)} groups for {len(tasks)} tasks")
+    items = [(t.domain, t.verifier_task(), r.text) for t, group in zip(tasks, rollouts, strict=True) for r in group]
+    flat = iter(score_all(items, score))
     out = []
     for task, group in zip(tasks, rollouts, strict=True):
-        vt = task.verifier_task()
-        verdicts = [score(task.domain, vt, r.text) for r in group]
+        verdicts = [next(flat) for _ in group]
         pt = [len(r.prompt_ids) for r in group]
         ct = [int(sum(r.loss_mask)) if r.loss_mask else len(r.token_ids) for r in group]
         lat = [float(r.meta.get("latency_ms", batch_latency_ms or 0.0)) for r in group]
