@@ -110,3 +110,4 @@ def test_off_policy_pipeline_overlaps_and_bounds_staleness(flywheel_home, policy
     assert [h["staleness"] for h in res.history] == [0.0, 1.0, 1.0]
     assert 0 <= res.idle_shares["idle/update_waiting_for_rollouts"] < 1
     assert 0 <= res.idle_shares["idle/rollouts_waiting_for_update"] < 1
+
