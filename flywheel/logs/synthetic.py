@@ -98,7 +98,7 @@ def synthetic_table(start: int, rows: int, seed: int) -> pa.Table:
     })
 
 
-def generate_parquet_logs(path: str | os.PathLike[str], rows: int, seed: int = 0, chunk_rows: int = 500_000) -> Path:
+def generate_parquet_logs(path: str | os.PathLike[str], rows: int, seed: int = 0, chunk_rows: int = 131_072) -> Path:
     """Write `rows` SIMULATED log rows to one Parquet file at `path` (streamed; memory stays flat)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
