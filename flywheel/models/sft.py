@@ -7,7 +7,7 @@ order. The examples are rendered with the shared chat template (`render_example`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +51,18 @@ def _batch(items: list[tuple[list[int], int]], pad_id: int) -> tuple[torch.Tenso
     return ids, mask, labels
 
 
+def _length_bucketed(data: list[tuple[list[int], int]], bs: int, gen: torch.Generator) -> list[list[int]]:
+    """One epoch of batches with similar lengths (little padding), in random order."""
+    perm = torch.randperm(len(data), generator=gen).tolist()
+    chunks = [sorted(perm[i: i + 16 * bs], key=lambda j: len(data[j][0])) for i in range(0, len(perm), 16 * bs)]
+    batches = [c[i: i + bs] for c in chunks for i in range(0, len(c), bs)]
+    order = torch.randperm(len(batches), generator=gen).tolist()
+    return [batches[i] for i in order]
+
+
 def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str, str, str]],
-                        cfg: SftConfig, device: str = "cpu") -> list[float]:
+                        cfg: SftConfig, device: str = "cpu",
+                        on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """Train `model` in place on `examples`; returns the loss of every step."""
     data = tokenize_examples(tokenizer, examples, cfg.max_len)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -66,8 +76,11 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str
 
     model.train()
     losses = []
+    batches: list[list[int]] = []
     for step in range(cfg.steps):
-        idx = torch.randint(len(data), (cfg.batch_size,), generator=gen).tolist()
+        if not batches:
+            batches = _length_bucketed(data, cfg.batch_size, gen)
+        idx = batches.pop()
         ids, mask, labels = (t.to(device) for t in _batch([data[i] for i in idx], tokenizer.pad_token_id))
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
@@ -77,5 +90,7 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         losses.append(float(loss.detach()))
+        if on_step is not None:
+            on_step(step, losses[-1])
     model.eval()
     return losses

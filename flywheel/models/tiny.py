@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ class TinyModelRecipe:
     sft: SftConfig = field(default_factory=SftConfig, metadata={"help": "SFT schedule"})
     eval_n: int = field(default=40, metadata={"help": "held-out tasks per domain measured at build time (0: skip)"})
     eval_k: int = field(default=8, metadata={"help": "samples per task for pass@k at build time"})
-    threads: int = field(default=2, metadata={"help": "torch CPU threads while building"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads while building (1 is fastest for a tiny model on a busy box)"})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,14 +67,15 @@ RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-quick
 
 
 def is_tiny_release(name: str) -> bool:
-    return name in RECIPES or name.startswith("tiny-")
+    """`tiny-quick` or `tiny-v<N>`: releases this project builds (a folder called `tiny-llama` is not one)."""
+    return name in RECIPES or re.fullmatch(r"tiny-v\d+", name) is not None
 
 
 def recipe_for(release: str) -> TinyModelRecipe:
-    """The recipe of a release; unknown `tiny-*` names get the default recipe under that name."""
+    """The recipe of a release; other `tiny-v<N>` names get the default recipe under that name."""
     if release in RECIPES:
         return RECIPES[release]
-    if release.startswith("tiny-"):
+    if is_tiny_release(release):
         return TinyModelRecipe(release=release)
     raise KeyError(f"no tiny-model recipe for {release!r}; known: {sorted(RECIPES)}")
 

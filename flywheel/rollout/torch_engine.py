@@ -67,7 +67,7 @@ class TorchEngine:
     name = "torch"
 
     def __init__(self, model: Any, tokenizer: Any, device: str | torch.device | None = None,
-                 policy_version: int = 0, max_batch_size: int = 64) -> None:
+                 policy_version: int = 0, max_batch_size: int = 64, num_threads: int | None = None) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -75,6 +75,7 @@ class TorchEngine:
             self.model.to(self.device)
         self.policy_version = policy_version
         self.max_batch_size = max_batch_size
+        self.num_threads = num_threads
         self.eos_id: int = tokenizer.eos_token_id
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self._cache_kw = _cache_kwarg(model)
@@ -118,10 +119,16 @@ class TorchEngine:
         stops = [set(s) | {self.eos_id} for s in stops]
         gen = generator or torch.Generator(device=self.device).manual_seed(sampling.seed)
         out: list[Sample] = []
-        for lo in range(0, n, self.max_batch_size):
-            hi = min(n, lo + self.max_batch_size)
-            out.extend(self._sample_batch(contexts[lo:hi], sampling, budgets[lo:hi], stops[lo:hi],
-                                          tuple(stop_strings), gen))
+        prev = torch.get_num_threads()
+        if self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        try:
+            for lo in range(0, n, self.max_batch_size):
+                hi = min(n, lo + self.max_batch_size)
+                out.extend(self._sample_batch(contexts[lo:hi], sampling, budgets[lo:hi], stops[lo:hi],
+                                              tuple(stop_strings), gen))
+        finally:
+            torch.set_num_threads(prev)
         return out
 
     def _sample_batch(self, contexts, sampling, budgets, stops, stop_strings, gen) -> list[Sample]:

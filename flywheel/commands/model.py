@@ -1,0 +1,69 @@
+"""`flywheel model build|sample`: build the tiny base model, or sample from any checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from flywheel.commands.output import add_json_flag, emit, fail
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("model", help="build the tiny base model or sample from a checkpoint")
+    sub = p.add_subparsers(dest="model_command", metavar="ACTION")
+
+    b = sub.add_parser("build", help="build (or reuse the cached) tiny base model of a release")
+    b.add_argument("--release", default="tiny-v1", help="tiny-* release (tiny-v1 default, tiny-quick for tests)")
+    b.add_argument("--out", default=None, help="output folder (default $FLYWHEEL_HOME/models/base/<release>)")
+    b.add_argument("--force", action="store_true", help="rebuild even if a build with the same recipe exists")
+    add_json_flag(b)
+    b.set_defaults(func=_build)
+
+    s = sub.add_parser("sample", help="sample responses to held-out tasks from a checkpoint folder")
+    s.add_argument("--model", default=None, help="checkpoint folder or release (default: tiny-v1, built if needed)")
+    s.add_argument("--domain", default="math", choices=["math", "code", "agent"])
+    s.add_argument("--n", type=int, default=3, help="held-out tasks")
+    s.add_argument("--temperature", type=float, default=1.0)
+    s.add_argument("--max-new-tokens", type=int, default=160)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--engine", default="torch", choices=["torch", "vllm"])
+    add_json_flag(s)
+    s.set_defaults(func=_sample)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _build(args: argparse.Namespace) -> int:
+    from flywheel.models import base_model_dir
+    from flywheel.models.tiny import build_tiny_model, is_tiny_release, recipe_for
+
+    if not is_tiny_release(args.release):
+        return fail(f"--release must be a tiny-* release, got {args.release!r}")
+    out = Path(args.out) if args.out else base_model_dir(args.release)
+    r = build_tiny_model(out, recipe_for(args.release), force=args.force)
+    lines = [f"{r.release}: {r.params:,} params, vocab {r.vocab}, at {r.path}"
+             f" ({'cached' if r.cached else f'built in {r.seconds:.0f}s'})"]
+    for d, rates in r.pass_rates.items():
+        lines.append(f"  held-out {d:5s} " + "  ".join(f"{k}={v:.2f}" for k, v in rates.items() if k != "n_tasks"))
+    emit(args, r.to_dict(), "\n".join(lines))
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from flywheel.models import resolve_base_model
+    from flywheel.rollout import build_engine, generate_for_tasks
+    from flywheel.rollout.types import SamplingParams
+    from flywheel.tasks.suites import heldout_suite
+
+    try:
+        info = resolve_base_model(args.model or "tiny-v1")
+    except FileNotFoundError as e:
+        return fail(str(e))
+    engine = build_engine(args.engine, str(info.path))
+    tasks = heldout_suite(args.domain)[: args.n]
+    sp = SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
+    rs = generate_for_tasks(engine, tasks, 1, sp)
+    samples = [{"task_id": r.task_id, "prompt": tasks[r.group_id].prompt, "response": r.text,
+                "finish_reason": r.finish_reason, "tokens": len(r.token_ids)} for r in rs]
+    text = "\n\n".join(f"[{s['task_id']}] {s['prompt'].strip()}\n-> {s['response']}" for s in samples)
+    emit(args, {"model": str(info.path), "samples": samples}, text)
+    return 0

@@ -1,0 +1,81 @@
+"""The `base_model` asset: dynamic partitions, tiny build cache, bringing an HF checkpoint, the load check."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+pytest_plugins = ("tests.fixtures_models",)
+
+
+def _materialize(instance: dg.DagsterInstance, key: str, config: dict | None = None) -> dg.ExecuteInJobResult:
+    from assets.models import base_model
+
+    instance.add_dynamic_partitions("base_model", [key])
+    run_config = {"ops": {"base_model": {"config": config}}} if config else None
+    return dg.materialize([base_model], instance=instance, partition_key=key, run_config=run_config)
+
+
+def _meta(result: dg.ExecuteInJobResult) -> dict:
+    mats = result.asset_materializations_for_node("base_model")
+    assert len(mats) == 1
+    return {k: getattr(v, "value", v) for k, v in mats[0].metadata.items()}
+
+
+def test_tiny_release_partition_builds_once_then_reuses(tiny_model_dir, flywheel_home):
+    from tests.fixtures_models import install_tiny_quick
+
+    install_tiny_quick(tiny_model_dir, flywheel_home.models)  # the session's build, same recipe hash
+    with dg.instance_for_test() as instance:
+        res = _materialize(instance, "tiny-quick")
+        assert res.success
+        meta = _meta(res)
+        assert meta["kind"] == "tiny" and meta["cached"] is True
+        assert meta["path"] == str(flywheel_home.models / "base" / "tiny-quick")
+        assert meta["params"] > 50_000 and meta["vocab"] > 100
+        assert {"heldout_math_pass@1", "heldout_code_pass@1", "heldout_agent_pass@1"} <= set(meta)
+        assert instance.get_dynamic_partitions("base_model") == ["tiny-quick"]
+
+
+def test_checkpoint_folder_partition_registers_the_users_model(tiny_model_dir, flywheel_home, tmp_path):
+    import shutil
+
+    models = tmp_path / "my_models"
+    shutil.copytree(tiny_model_dir, models / "llama-mine")
+    with dg.instance_for_test() as instance:
+        res = _materialize(instance, "llama-mine", {"models_dir": str(models)})
+        meta = _meta(res)
+        assert meta["kind"] == "hf" and meta["path"] == str((models / "llama-mine").resolve())
+        assert meta["cached"] is False and "recipe_hash" not in meta
+
+
+def test_unknown_release_fails_with_a_clear_error(flywheel_home):
+    from assets.models import base_model
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("base_model", ["qwen-missing"])
+        res = dg.materialize([base_model], instance=instance, partition_key="qwen-missing", raise_on_error=False)
+        assert not res.success
+        failure = [e for e in res.all_events if e.is_step_failure][0]
+        assert "no HF checkpoint folder" in str(failure.step_failure_data.error)
+
+
+def test_load_check_passes_for_a_built_release(tiny_model_dir, flywheel_home):
+    from assets.models import base_model, base_model_loads
+    from tests.fixtures_models import install_tiny_quick
+
+    install_tiny_quick(tiny_model_dir, flywheel_home.models)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("base_model", ["tiny-quick"])
+        res = dg.materialize([base_model, base_model_loads], instance=instance, partition_key="tiny-quick")
+        assert res.success
+        evals = res.get_asset_check_evaluations()
+        assert len(evals) == 1 and evals[0].passed
+
+
+def test_definitions_include_base_model_and_rollout_engine():
+    from assets.definitions import build_definitions
+    from resources.rollout import RolloutEngineResource
+
+    defs = build_definitions()
+    assert defs.get_assets_def("base_model").partitions_def.name == "base_model"
+    assert isinstance(defs.resources["rollout_engine"], RolloutEngineResource)
