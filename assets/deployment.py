@@ -4,9 +4,10 @@ import json
 
 import dagster as dg
 
-from assets.evaluation import policy_path, tracking_uri
+from assets.evaluation import policy_path
 from assets.partitions import base_models
 from flywheel.registry.mlflow_registry import GateConfig
+from resources.mlflow import MlflowResource
 
 OWNERS = ["team:flywheel-deploy"]
 
@@ -51,7 +52,9 @@ def training_lineage(context: dg.AssetExecutionContext, release: str) -> tuple[s
                 "tolerance. Writes serving.json/yaml (vLLM args, default + fast) next to the model. "
                 "`flywheel rollback` undoes a promotion.",
 )
-def deployed_model(context: dg.AssetExecutionContext, config: DeployConfig) -> dg.MaterializeResult:
+def deployed_model(
+    context: dg.AssetExecutionContext, config: DeployConfig, mlflow: MlflowResource
+) -> dg.MaterializeResult:
     from flywheel.evaluation.candidate import eval_dir
     from flywheel.gpu import GpuSpec
     from flywheel.paths import FlywheelPaths
@@ -62,9 +65,9 @@ def deployed_model(context: dg.AssetExecutionContext, config: DeployConfig) -> d
     res = deploy_candidate(
         policy_path(release), release, eval_dir(paths, release), parts, run_id, gate=config.to_lib(),
         gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind), paths=paths,
-        tracking_uri=tracking_uri(), extra_lineage={"dagster_run_id": context.run_id},
+        tracking_uri=mlflow.uri(), extra_lineage={"dagster_run_id": context.run_id},
     )
-    ok, details = champion_regression(tracking_uri(), tolerance=config.tolerance)
+    ok, details = champion_regression(mlflow.uri(), tolerance=config.tolerance)
     context.log.info(res.decision.reason)
     return dg.MaterializeResult(
         metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,

@@ -1,13 +1,12 @@
 """`eval_report`: the candidate policy and the current champion on the same held-out tasks."""
 
-import os
-
 import dagster as dg
 
 from assets.partitions import base_models
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
 from resources.gpu import GpuResource, gpu_op_tags
+from resources.mlflow import MlflowResource
 
 EVAL_GPU = GpuSpec(count=1)
 """Evaluation samples with the rollout engine: one GPU where there is one (CPU otherwise)."""
@@ -37,12 +36,6 @@ class EvalReportConfig(dg.Config):
             price_per_1k_prompt_tokens=self.price_per_1k_prompt_tokens,
             price_per_1k_completion_tokens=self.price_per_1k_completion_tokens,
         )
-
-
-def tracking_uri() -> str:
-    from flywheel.paths import FlywheelPaths
-
-    return os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().mlflow_uri
 
 
 def base_model_path(context: dg.AssetExecutionContext, release: str):
@@ -85,7 +78,9 @@ def policy_path(release: str):
                 "pass@k, steps, tokens, latency, cost per task with bootstrap CIs, and the paired difference. "
                 "With no champion yet, the base model is the champion (the 'before' numbers).",
 )
-def eval_report(context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource) -> dg.MaterializeResult:
+def eval_report(
+    context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource, mlflow: MlflowResource
+) -> dg.MaterializeResult:
     from flywheel.evaluation.candidate import dagster_summary, evaluate_candidate, training_prompts
     from flywheel.paths import FlywheelPaths
 
@@ -93,7 +88,7 @@ def eval_report(context: dg.AssetExecutionContext, config: EvalReportConfig, gpu
     prompts = training_prompts(paths.warehouse)
     ev = evaluate_candidate(
         policy_path(release), release, base_model_path(context, release), config.to_lib(), paths,
-        tracking_uri(), train_prompts=prompts or [], tolerance=config.regression_tolerance,
+        mlflow.uri(), train_prompts=prompts or [], tolerance=config.regression_tolerance,
         device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},
     )
     c = ev.candidate.contamination

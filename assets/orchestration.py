@@ -9,13 +9,12 @@ starts the base-model job for the champion's base model when a daily run succeed
 base-model checkpoint. The executor comes from `$FLYWHEEL_EXECUTOR` (see docs/orchestration.md).
 """
 
-from __future__ import annotations
-
 import os
 
 import dagster as dg
 
 from assets.partitions import DEFAULT_BASE_MODEL, base_models, daily_logs
+from resources.mlflow import MlflowResource
 
 DAILY_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
 BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model")
@@ -66,13 +65,13 @@ daily_turn_schedule = dg.build_schedule_from_partitioned_job(
 )
 
 
-def current_base_model(instance: dg.DagsterInstance) -> str:
+def current_base_model(instance: dg.DagsterInstance, tracking_uri: str = "") -> str:
     """The champion's base model if it is a known partition, else the newest partition, else the default."""
     from flywheel.paths import FlywheelPaths
     from flywheel.registry.mlflow_registry import champion_base_model
 
     known = instance.get_dynamic_partitions(base_models.name)
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().mlflow_uri
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().mlflow_uri
     champ = champion_base_model(uri)
     if champ and champ in known:
         return champ
@@ -84,8 +83,8 @@ def current_base_model(instance: dg.DagsterInstance) -> str:
     name="chain_base_model_job", default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30,
     description="When a day's data run succeeds, train/evaluate/deploy on the champion's base model.",
 )
-def chain_base_model_job(context: dg.RunStatusSensorContext):
-    base = current_base_model(context.instance)
+def chain_base_model_job(context: dg.RunStatusSensorContext, mlflow: MlflowResource):
+    base = current_base_model(context.instance, mlflow.uri())
     day = context.dagster_run.tags.get("dagster/partition", "")
     req = dg.RunRequest(run_key=f"{context.dagster_run.run_id}:{base}", partition_key=base,
                         tags={"flywheel/log_partition": day})

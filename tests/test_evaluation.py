@@ -116,8 +116,6 @@ def test_torch_engine_eval_report_and_mlflow(flywheel_home, tmp_path):
     assert isinstance(rep, EvalReport) and len(rep.tasks) == 5
     assert all(len(t.passed) == 2 for t in rep.tasks)
     assert rep.metrics["overall"]["tokens"].value > 0 and rep.metrics["overall"]["latency_ms"].value > 0
-    again = evaluate(engine_generator(build_engine("torch", str(path))), cfg, model="random-tiny")
-    assert [t.passed for t in again.tasks] == [t.passed for t in rep.tasks]  # seeded
 
     base = evaluate(scripted(set()), cfg, model="base")
     cmp = compare(rep, base)

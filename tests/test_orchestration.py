@@ -128,6 +128,7 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
     from assets.evaluation import eval_report
     from flywheel.tasks.suites import heldout_suite, train_suite
     from resources.gpu import GpuResource
+    from resources.mlflow import MlflowResource
 
     torch.set_num_threads(1)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -141,10 +142,11 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
                                    "max_new_tokens": 16, "max_steps": 2}},
         "deployed_model": {"config": {"margin": 0.0}},
     }}
+    resources = {"gpu": GpuResource(device="cpu"), "mlflow": MlflowResource()}
     pool = [t.prompt for t in train_suite("math", 40)]
     _write_task_pool(flywheel_home.warehouse, [*pool, heldout_suite("math")[0].prompt])
     res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
-                         resources={"gpu": GpuResource(device="cpu")}, run_config=run_config, raise_on_error=False)
+                         resources=resources, run_config=run_config, raise_on_error=False)
     checks = {c.check_name: c for c in res.get_asset_check_evaluations()}
     assert not checks["eval_set_decontaminated"].passed  # the alarm, and it blocks deployment
     assert checks["eval_set_decontaminated"].metadata["exact_overlap"].value == 1
@@ -152,7 +154,7 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
 
     _write_task_pool(flywheel_home.warehouse, pool)
     res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
-                         resources={"gpu": GpuResource(device="cpu")}, run_config=run_config)
+                         resources=resources, run_config=run_config)
     assert res.success
     mats = {m.asset_key.to_user_string(): m for m in res.get_asset_materialization_events()}
     meta = mats["eval_report"].materialization.metadata
@@ -167,7 +169,7 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
     manifest = json.loads((flywheel_home.models / "policies" / "tiny-test" / "serving.json").read_text())
     assert manifest["served_model_name"] == "flywheel-policy:2"
     # a negative margin promotes an equal candidate: the gate both ways through the asset
-    res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance,
+    res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance, resources=resources,
                          run_config={"ops": {"deployed_model": {"config": {"margin": -0.01}}}})
     dep = next(iter(res.get_asset_materialization_events())).materialization.metadata
     assert dep["promoted"].value is True and dep["champion"].value == "flywheel-policy:3"
