@@ -74,11 +74,16 @@ def make_templates(n: int, seed: int) -> pa.Table:
     return pa.table({c: pa.array(v, pa.string()) for c, v in cols.items()})
 
 
-def generate_parquet(path: Path, rows: int, seed: int, n_templates: int = 24_000, chunk: int = 500_000) -> Path:
-    """Tile the templates to `rows` rows (random order), new ids, timestamps over 30 days, two model versions."""
+def generate_parquet(folder: Path, rows: int, seed: int, n_templates: int = 24_000, chunk: int = 500_000,
+                     rows_per_file: int = 1_000_000) -> Path:
+    """Tile the templates to `rows` rows (random order) in `folder/part-NNNN.parquet` files of
+    `rows_per_file` rows: new ids, timestamps over 30 days, two model versions."""
     templates = make_templates(n_templates, seed)
     rng = np.random.default_rng(seed)
     t0 = np.datetime64("2026-11-01T00:00:00", "us")
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("part-*.parquet"):
+        old.unlink()
     writer = None
     try:
         for start in range(0, rows, chunk):
@@ -94,13 +99,20 @@ def generate_parquet(path: Path, rows: int, seed: int, n_templates: int = 24_000
             t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
                              pa.array(t0 + offs, pa.timestamp("us", tz="UTC")))
             t = t.set_column(t.schema.get_field_index("model"), "model", pa.array(model, pa.string()))
-            if writer is None:
-                writer = pq.ParquetWriter(path, t.schema, compression="zstd")
+            if start % rows_per_file == 0:
+                if writer is not None:
+                    writer.close()
+                writer = pq.ParquetWriter(folder / f"part-{start // rows_per_file:04d}.parquet", t.schema,
+                                          compression="zstd")
             writer.write_table(t, row_group_size=131_072)
     finally:
         if writer is not None:
             writer.close()
-    return path
+    return folder
+
+
+def parquet_rows(folder: Path) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(folder.glob("part-*.parquet")))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -172,8 +184,9 @@ def worker_pandas(parquet: Path, out: Path) -> None:
     t_all, c_all = time.perf_counter(), _cpu_s()
     stats_parts, fail_parts, latest_parts = [], [], []
     t_read = 0.0
-    pf = pq.ParquetFile(parquet)
-    for batch in pf.iter_batches(batch_size=250_000):
+    batches = (b for f in sorted(parquet.glob("part-*.parquet"))
+               for b in pq.ParquetFile(f).iter_batches(batch_size=250_000))
+    for batch in batches:
         t0 = time.perf_counter()
         df = batch.to_pandas()
         t_read += time.perf_counter() - t0
@@ -270,6 +283,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=None, help="keep files here (default: a temp folder)")
+    ap.add_argument("--reuse", action="store_true", help="reuse workdir/logs/*.parquet if they hold --rows rows")
     ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas"], help=argparse.SUPPRESS)
     ap.add_argument("--parquet", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -289,18 +303,30 @@ def main(argv: list[str] | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "POLARS_MAX_THREADS": str(a.threads)}
     try:
-        parquet = work / "logs.parquet"
+        parquet = work / "logs"
         t0 = time.perf_counter()
-        generate_parquet(parquet, a.rows, a.seed)
-        gen_s = time.perf_counter() - t0
-        print(f"generated {a.rows:,} rows ({parquet.stat().st_size / 2**20:.0f} MiB Parquet) in {gen_s:.1f}s")
+        if a.reuse and parquet.exists() and parquet_rows(parquet) == a.rows:
+            print(f"reusing {parquet} ({a.rows:,} rows)")
+        else:
+            generate_parquet(parquet, a.rows, a.seed)
+            size = sum(f.stat().st_size for f in parquet.glob("*.parquet")) / 2**20
+            print(f"generated {a.rows:,} rows ({size:.0f} MiB Parquet) in {time.perf_counter() - t0:.1f}s")
+        shutil.rmtree(work / "warehouse_data", ignore_errors=True)
         wh = work / "warehouse.duckdb"
         wh.unlink(missing_ok=True)
-        _run_worker(["--worker", "ingest", "--parquet", str(parquet), "--warehouse", str(wh),
-                     "--out", str(work / "ingest.json"), "--threads", str(a.threads)], env)
+        (work / "warehouse.duckdb.wal").unlink(missing_ok=True)
+        # one ingest call per 1M-row file, each in its own process (see the module doc)
+        parts = []
+        for i, f in enumerate(sorted(parquet.glob("part-*.parquet"))):
+            _run_worker(["--worker", "ingest", "--parquet", str(f), "--warehouse", str(wh),
+                         "--out", str(work / f"ingest-{i}.json"), "--threads", str(a.threads)], env)
+            parts.append(json.loads((work / f"ingest-{i}.json").read_text()))
+        ing = {k: sum(p[k] for p in parts) for k in ("ingested", "quarantined", "duplicates", "lines_read",
+                                                       "ingest_s", "ingest_cpu_s")}
+        ing["ingest_peak_rss_mib"] = max(p["ingest_peak_rss_mib"] for p in parts)
         _run_worker(["--worker", "flywheel", "--warehouse", str(wh), "--out", str(work / "fw.json"),
                      "--threads", str(a.threads)], env)
-        fw = {**json.loads((work / "ingest.json").read_text()), **json.loads((work / "fw.json").read_text())}
+        fw = {**ing, **json.loads((work / "fw.json").read_text())}
         fw["peak_rss_mib"] = max(fw["ingest_peak_rss_mib"], fw["mine_peak_rss_mib"])
         _run_worker(["--worker", "pandas", "--parquet", str(parquet), "--out", str(work / "pd.json")], env)
         pdr = json.loads((work / "pd.json").read_text())
