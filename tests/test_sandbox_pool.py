@@ -51,10 +51,12 @@ def test_infra_fault_is_retried():
         out = {}
         t = threading.Thread(target=lambda: out.setdefault("r", pool.run("import time\ntime.sleep(1.0)\nprint('done')")))
         t.start()
-        deadline = time.time() + 5
-        while not _children(zygote) and time.time() < deadline:
+        deadline = time.time() + 10
+        busy: list[int] = []
+        while not busy and time.time() < deadline:  # the monitor running our program (spares have no child)
+            busy = [m for m in _children(zygote) if _children(m)]
             time.sleep(0.01)
-        (monitor,) = _children(zygote)
+        (monitor,) = busy
         os.kill(monitor, signal.SIGKILL)  # the monitor dies mid-execution: an infrastructure fault
         t.join(10)
         assert out["r"].stdout == "done\n"
@@ -99,3 +101,27 @@ def test_warm_pool_is_faster_than_a_fresh_interpreter():
 
         warm, cold = p50(pool.run), p50(once.run)
     assert warm < cold, (warm, cold)
+
+
+def test_spare_monitors_are_ready_and_cleaned_up():
+    pool = SandboxPool(workers=1)
+    server = pool.sandbox._server
+    zygote = server._proc.pid
+    deadline = time.time() + 5
+    while len(_children(zygote)) < server.spares and time.time() < deadline:
+        time.sleep(0.01)
+    spares = _children(zygote)
+    assert len(spares) == server.spares  # cloned ahead of any request
+    assert pool.run("print(1)").stdout == "1\n"
+    pool.close()
+    deadline = time.time() + 5
+    while any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in spares) and time.time() < deadline:
+        time.sleep(0.02)
+    assert not [p for p in spares if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"

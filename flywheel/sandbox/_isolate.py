@@ -328,12 +328,8 @@ def run_request(req: dict) -> dict:
     lim = req["limits"]
     uid = _uid
     if os.getpid() != 1 or not _fresh_namespaces():
-        # Everything below (sethostname, SIGKILL to -1) is only safe inside fresh namespaces.
         raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _mount_private_dirs(req, uid)
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    socket.sethostname("sandbox")
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -355,6 +351,16 @@ def run_request(req: dict) -> dict:
     res["files"] = _read_collected("/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
     res["duration_s"] = time.monotonic() - t0
     return res
+
+
+def prepare_namespaces() -> None:
+    """In a freshly cloned monitor: its own /proc and hostname. Only ever inside fresh namespaces."""
+    if os.getpid() != 1 or not _fresh_namespaces():
+        # sethostname and, later, SIGKILL to -1 are only safe inside fresh namespaces
+        raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    socket.sethostname("sandbox")
 
 
 def _kill_all() -> None:
@@ -470,9 +476,20 @@ def _pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, 
 
 
 def handle(fd: int) -> None:
-    """Read a request from `fd`, run it, write the result (or an infrastructure error) back."""
+    """Prepare the namespaces, then read a request from `fd`, run it, write the result back.
+
+    The preparation happens before the request arrives, so a monitor the host spawned ahead of
+    time (a spare) has its namespaces, `/proc` and hostname ready when the request comes.
+    """
+    try:
+        prepare_namespaces()
+    except BaseException as e:
+        write_frame(fd, {"infra_error": f"{type(e).__name__}: {e}"})
+        return
     try:
         req = read_frame(fd)
+    except EOFError:
+        return  # a spare the host no longer needs
     except BaseException as e:
         write_frame(fd, {"infra_error": f"bad request: {e!r}"})
         return

@@ -93,23 +93,27 @@ def _result(res: dict) -> ExecResult:
 
 
 class ForkServer:
-    """A long-lived zygote (`_isolate.py serve`): forks one monitor per execution; thread-safe.
+    """A long-lived zygote (`_isolate.py serve`) that clones one monitor per execution; thread-safe.
 
-    The zygote has pre-imported the common stdlib, so an execution costs a few forks and mounts,
-    not an interpreter start. It holds no request data (each request goes straight to the forked
-    monitor over its own socket). If it dies, `run` raises `SandboxInfraError` and the next call
-    starts a new one.
+    The zygote has built the read-only template root and pre-imported the common stdlib. It never
+    sees a request: each execution gets its own socket, and the monitor cloned for it reads the
+    request there. `spares` monitors are cloned ahead of time (fresh namespaces, `/proc` mounted,
+    waiting on their socket), so a request skips that setup; each is used once and replaced in the
+    background. If the zygote dies, `execute` raises `SandboxInfraError` and the next call restarts it.
     """
 
-    def __init__(self, python: str | None = None):
+    def __init__(self, python: str | None = None, spares: int = 2):
         self.python = python or default_python()
+        self.spares = spares
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ctl: socket.socket | None = None
+        self._ready: list[socket.socket] = []
 
     def start(self) -> None:
         with self._lock:
             self._start_locked()
+            self._refill_locked()
 
     def _start_locked(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -145,7 +149,27 @@ class ForkServer:
         ours.settimeout(None)
         self._ctl = ours
 
+    def _spawn_locked(self) -> socket.socket:
+        """Ask the zygote for one monitor; return our end of its socket."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            socket.send_fds(self._ctl, [b"F"], [theirs.fileno()])
+        except OSError as e:
+            mine.close()
+            self._close_locked()
+            raise SandboxInfraError(f"sandbox fork server is gone: {e}") from e
+        finally:
+            theirs.close()
+        return mine
+
+    def _refill_locked(self) -> None:
+        while len(self._ready) < self.spares:
+            self._ready.append(self._spawn_locked())
+
     def _close_locked(self) -> None:
+        for s in self._ready:
+            s.close()  # idle spares read EOF and exit
+        self._ready.clear()
         if self._ctl is not None:
             self._ctl.close()
             self._ctl = None
@@ -163,19 +187,16 @@ class ForkServer:
         return self._proc is not None and self._proc.poll() is None
 
     def execute(self, req: dict, timeout: float) -> dict:
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with self._lock:
+            self._start_locked()
+            mine = self._ready.pop(0) if self._ready else self._spawn_locked()
+            try:
+                self._refill_locked()  # the replacement is cloned while this request runs
+            except SandboxInfraError:
+                pass  # this request's monitor exists already; the next call restarts the server
         try:
-            with self._lock:
-                self._start_locked()
-                try:
-                    socket.send_fds(self._ctl, [b"F"], [theirs.fileno()])
-                except OSError as e:
-                    self._close_locked()
-                    raise SandboxInfraError(f"sandbox fork server is gone: {e}") from e
-            theirs.close()
             return _exchange(mine, req, timeout)
         finally:
-            theirs.close()
             mine.close()
 
 
