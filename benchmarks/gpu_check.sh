@@ -41,49 +41,33 @@ base_dir = work / "base"
 model.save_pretrained(base_dir)
 tok.save_pretrained(base_dir)
 
-# 2. vLLM: generate, then sync new weights in place and check vLLM now samples from them
-from vllm import LLM, SamplingParams
+# 2. vLLM (the project's VllmEngine): generate, sync new weights in place, check vLLM samples from them
+from flywheel.rollout.torch_engine import recompute_logprobs
+from flywheel.rollout.types import SamplingParams
+from flywheel.rollout.vllm_engine import VllmEngine
 
 t = time.perf_counter()
-llm = LLM(model=str(base_dir), dtype="bfloat16", gpu_memory_utilization=0.25, enforce_eager=True,
-          max_model_len=512, seed=0)
+engine = VllmEngine.from_pretrained(base_dir, dtype="bfloat16", gpu_memory_utilization=0.25, max_model_len=512)
 prompts = [render_prompt("math", t.prompt) for t in tasks[:32]]
-sp = SamplingParams(temperature=1.0, max_tokens=32, seed=0, logprobs=0)
-outs = llm.generate(prompts, sp)
-n_tok = sum(len(o.outputs[0].token_ids) for o in outs)
+rolls = engine.generate(prompts, n_samples=4, sampling=SamplingParams(temperature=1.0, max_new_tokens=32, seed=0))
 out["vllm_load_and_generate_s"] = round(time.perf_counter() - t, 2)
+out["vllm_rollouts"] = len(rolls)
 
-def sync_weights(llm, state_dict):
-    """Load a trainer state dict into the running vLLM model (no disk round trip)."""
-    items = [(k, v.detach().to("cuda")) for k, v in state_dict.items()]
-    try:  # vLLM >= 0.8: run a function on the worker's model
-        llm.apply_model(lambda m: m.load_weights(items))
-    except AttributeError:  # older in-process engines
-        llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights(items)
-
-# new weights: a visibly different policy (a second random init)
 torch.manual_seed(1)
-new = LlamaForCausalLM(model.config).eval()
+new = LlamaForCausalLM(model.config).eval()  # a visibly different policy: a second random init
 t = time.perf_counter()
-sync_weights(llm, new.state_dict())
+engine.update_weights(new.state_dict(), version=1)
 out["vllm_weight_sync_s"] = round(time.perf_counter() - t, 3)
-after = llm.generate(prompts[:8], SamplingParams(temperature=1.0, max_tokens=16, seed=0, logprobs=0))
-# vLLM's sampled log-probs must now match the NEW weights under HF (bf16 tolerance)
+after = engine.generate(prompts[:8], sampling=SamplingParams(temperature=1.0, max_new_tokens=16, seed=0))
+assert all(r.policy_version == 1 for r in after)
 new = new.to("cuda", torch.float32)
 diffs = []
-for p, o in zip(prompts[:8], after):
-    ids = tok(p, add_special_tokens=False)["input_ids"]
-    gen = list(o.outputs[0].token_ids)
-    full = torch.tensor([ids + gen], device="cuda")
-    with torch.no_grad():
-        lp = torch.log_softmax(new(full).logits[0, len(ids) - 1:-1].float(), -1)
-    hf = lp.gather(-1, torch.tensor(gen, device="cuda")[:, None]).squeeze(-1)
-    # the sampled token is always in vLLM's per-position logprobs dict; take it by id
-    vl = torch.tensor([d[tid].logprob for d, tid in zip(o.outputs[0].logprobs, gen)], device="cuda")
-    diffs.append(float((hf - vl).abs().mean()))
+for r in after:  # vLLM's sampling log-probs must match the NEW weights under HF (bf16 tolerance)
+    hf = recompute_logprobs(new, r.prompt_ids, r.token_ids, temperature=1.0).float().cpu()
+    diffs.append(float((hf - torch.tensor(r.logprobs)).abs().mean()))
 out["vllm_vs_hf_logprob_mae_after_sync"] = round(sum(diffs) / len(diffs), 4)
 assert out["vllm_vs_hf_logprob_mae_after_sync"] < 0.1, f"weight sync did not take: {out}"
-del llm
+del engine
 torch.cuda.empty_cache()
 
 # 3. DeepSpeed ZeRO-2 GRPO steps on CUDA through the trainer (digit-count reward: signal from a random model)
