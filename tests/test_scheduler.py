@@ -105,3 +105,19 @@ def test_non_finite_reward_is_an_infrastructure_error(tasks):
 def test_unknown_domains_rejected(tasks):
     with pytest.raises(ValueError):
         TaskScheduler(tasks, {"chemistry": 1.0})
+
+
+def test_adaptive_prior_follows_the_domain_mean(tasks):
+    s = TaskScheduler(tasks, {"math": 1.0}, seed=0, adaptive_prior=True)
+    math_tasks = [t for t in tasks if t.domain == "math"]
+    assert s.pass_rate(math_tasks[-1].task_id) == 0.5  # nothing seen yet: the fixed prior
+    for t in math_tasks[:5]:
+        s.update(t.task_id, [False] * 4)
+    s.update(math_tasks[5].task_id, [True, False, False, False])
+    unseen = math_tasks[-1].task_id
+    assert s.pass_rate(unseen) == pytest.approx(1 / 24)
+    # a weak model: the task with some success is preferred over fresh (probably hopeless) ones
+    assert s.task_weight(math_tasks[5].task_id) > 5 * s.task_weight(unseen)
+    s2 = TaskScheduler(tasks, {"math": 1.0}, seed=0, adaptive_prior=True)
+    s2.load_state_dict(s.state_dict())
+    assert s2.pass_rate(unseen) == s.pass_rate(unseen)

@@ -74,6 +74,7 @@ class TaskScheduler:
         min_weight: float = 0.05,
         prior: float = 0.5,
         momentum: float = 0.5,
+        adaptive_prior: bool = False,
     ) -> None:
         self.by_domain: dict[str, list[Task]] = {}
         for t in tasks:
@@ -88,13 +89,24 @@ class TaskScheduler:
             raise ValueError(f"no tasks for any weighted domain {dict(domain_weights)}; task pool has {have}")
         self.seed = seed
         self.target, self.sharpness, self.min_weight = target, sharpness, min_weight
-        self.prior, self.momentum = prior, momentum
+        self.prior, self.momentum, self.adaptive_prior = prior, momentum, adaptive_prior
+        self.domain_of = {t.task_id: t.domain for t in tasks}
+        self._domain_sum: dict[str, float] = {}
+        self._domain_n: dict[str, int] = {}
         self.pass_rates: dict[str, float] = dict(pass_rates or {})
         self.attempts: dict[str, int] = {}
 
     # --- difficulty ---------------------------------------------------------------
     def pass_rate(self, task_id: str) -> float:
-        return self.pass_rates.get(task_id, self.prior)
+        """The task's running pass rate; unseen tasks get the prior (with `adaptive_prior`: the
+        domain's observed mean, so a weak model is not steered to a flood of hopeless new tasks)."""
+        if task_id in self.pass_rates:
+            return self.pass_rates[task_id]
+        if self.adaptive_prior:
+            d = self.domain_of.get(task_id, "")
+            if self._domain_n.get(d):
+                return self._domain_sum[d] / self._domain_n[d]
+        return self.prior
 
     def task_weight(self, task_id: str) -> float:
         """exp(-sharpness * ((p - target) / 0.5)^2), floored: 1 at the target, small at 0 and 1."""
@@ -107,6 +119,9 @@ class TaskScheduler:
         if not passes:
             return
         rate = sum(1 for p in passes if p) / len(passes)
+        d = self.domain_of.get(task_id, "")
+        self._domain_sum[d] = self._domain_sum.get(d, 0.0) + rate * len(passes)
+        self._domain_n[d] = self._domain_n.get(d, 0) + len(passes)
         if task_id in self.pass_rates:
             rate = self.momentum * self.pass_rates[task_id] + (1 - self.momentum) * rate
         self.pass_rates[task_id] = rate
@@ -192,8 +207,11 @@ class TaskScheduler:
 
     # --- persistence ---------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"pass_rates": dict(self.pass_rates), "attempts": dict(self.attempts), "seed": self.seed}
+        return {"pass_rates": dict(self.pass_rates), "attempts": dict(self.attempts), "seed": self.seed,
+                "domain_sum": dict(self._domain_sum), "domain_n": dict(self._domain_n)}
 
     def load_state_dict(self, state: Mapping) -> None:
         self.pass_rates = dict(state.get("pass_rates", {}))
         self.attempts = dict(state.get("attempts", {}))
+        self._domain_sum = dict(state.get("domain_sum", {}))
+        self._domain_n = dict(state.get("domain_n", {}))

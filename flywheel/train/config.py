@@ -54,6 +54,7 @@ class GRPOConfig:
     difficulty_sharpness: float = _f(4.0, "How strongly sampling prefers the target (0 = uniform).")
     min_task_weight: float = _f(0.05, "Floor on a task's sampling weight so solved/unsolved tasks are revisited.")
     pass_rate_prior: float = _f(0.5, "Pass rate assumed for a task never attempted.")
+    adaptive_prior: bool = _f(True, "Unseen tasks start at their domain's observed pass rate instead of pass_rate_prior.")
     pass_rate_momentum: float = _f(0.5, "EMA weight of the old pass rate when a group's result arrives.")
     dynamic_sampling: bool = _f(True, "Drop groups whose rewards are all equal and refill the batch (DAPO).")
     max_refill_rounds: int = _f(3, "Extra generation rounds to refill dropped groups before updating anyway.")

@@ -298,7 +298,7 @@ def train_rlvr(
     scheduler = TaskScheduler(
         tasks, cfg.domain_weights, seed=cfg.seed, pass_rates=pass_rates, target=cfg.target_pass_rate,
         sharpness=cfg.difficulty_sharpness, min_weight=cfg.min_task_weight, prior=cfg.pass_rate_prior,
-        momentum=cfg.pass_rate_momentum,
+        momentum=cfg.pass_rate_momentum, adaptive_prior=cfg.adaptive_prior,
     )
     generator = PolicyGenerator(backend.module, tokenizer, device, shared=not cfg.off_policy_pipeline)
     pipeline = RolloutPipeline(
