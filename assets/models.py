@@ -1,6 +1,8 @@
-"""Stage: the base model, one dynamic partition per release (`tiny-v1`, or a checkpoint folder name)."""
+"""Stage: the base model, one dynamic partition per release (`tiny-v1`, or a checkpoint folder name).
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Dagster reads the config class from the real annotation.
+"""
+
 
 import dagster as dg
 

@@ -50,7 +50,9 @@ def test_logprobs_equal_a_plain_forward_pass(engine, temperature):
     from flywheel.rollout.types import SamplingParams
 
     rs = engine.generate(_prompts(), 2, SamplingParams(temperature=temperature, max_new_tokens=20, seed=5))
-    assert len({len(r.prompt_ids) for r in rs}) > 1 and len({len(r.token_ids) for r in rs}) > 1  # padding + compaction
+    assert len({len(r.prompt_ids) for r in rs}) > 1  # left padding in play
+    if temperature > 0:
+        assert len({len(r.token_ids) for r in rs}) > 1  # rows finished early: batch compaction in play
     for r in rs:
         ref = recompute_logprobs(engine.model, r.prompt_ids, r.token_ids, temperature=temperature)
         torch.testing.assert_close(torch.tensor(r.logprobs), ref, atol=2e-4, rtol=0)

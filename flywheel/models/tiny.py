@@ -189,11 +189,34 @@ def build_tiny_model(out_dir: str | Path, recipe: TinyModelRecipe | None = None,
     return res
 
 
-def measure_pass_rates(model: Any, tokenizer: Any, n: int, k: int, seed: int = 0,
-                       domains: tuple[str, ...] = ("math", "code", "agent"),
-                       temperature: float = 1.0, max_new_tokens: int = 160) -> dict[str, dict[str, float]]:
-    """Held-out pass@1 (mean over k samples at `temperature`), pass@k, and greedy pass per domain."""
+def score_responses(tasks: list[Any], responses: list[tuple[int, str]], use_verifiers: bool = True) -> list[bool]:
+    """Pass/fail of (task index, response) pairs: the project's verifiers, else the local check.
+
+    Identical pairs are judged once (a tiny model repeats itself a lot).
+    """
     from flywheel.models.scoring import score
+
+    uniq = sorted(set(responses))
+    verdict: dict[tuple[int, str], bool] = {}
+    if use_verifiers:
+        try:
+            from flywheel.verifiers import score_batch
+
+            vs = score_batch([(tasks[i].domain, tasks[i].verifier_task(), r) for i, r in uniq], concurrency=2,
+                             errors="none")
+            verdict = {k: bool(v.passed) for k, v in zip(uniq, vs, strict=True) if v is not None}
+        except ImportError:
+            pass
+    for i, r in uniq:
+        if (i, r) not in verdict:
+            verdict[(i, r)] = score(tasks[i], r)
+    return [verdict[x] for x in responses]
+
+
+def measure_pass_rates(model: Any, tokenizer: Any, n: int, k: int, seed: int = 0,
+                       domains: tuple[str, ...] = ("math", "code", "agent"), temperature: float = 1.0,
+                       max_new_tokens: int = 160, use_verifiers: bool = True) -> dict[str, dict[str, float]]:
+    """Held-out pass@1 (mean over k samples at `temperature`), pass@k, and greedy pass rate per domain."""
     from flywheel.rollout import generate_for_tasks
     from flywheel.rollout.torch_engine import TorchEngine
     from flywheel.rollout.types import SamplingParams
@@ -203,14 +226,16 @@ def measure_pass_rates(model: Any, tokenizer: Any, n: int, k: int, seed: int = 0
     out: dict[str, dict[str, float]] = {}
     for d in domains:
         tasks = heldout_suite(d)[:n]
-        rs = generate_for_tasks(engine, tasks, k, SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
-        ok = [score(tasks[r.group_id], r.text) for r in rs]
-        per_task = [ok[i * k:(i + 1) * k] for i in range(len(tasks))]
+        sp = SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+        rs = generate_for_tasks(engine, tasks, k, sp)
         greedy = generate_for_tasks(engine, tasks, 1, SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens))
+        ok = score_responses(tasks, [(r.group_id, r.text) for r in rs + greedy], use_verifiers)
+        sampled, gok = ok[: len(rs)], ok[len(rs):]
+        per_task = [sampled[i * k:(i + 1) * k] for i in range(len(tasks))]
         out[d] = {
-            "pass@1": round(sum(ok) / max(1, len(ok)), 4),
+            "pass@1": round(sum(sampled) / max(1, len(sampled)), 4),
             f"pass@{k}": round(sum(any(x) for x in per_task) / max(1, len(tasks)), 4),
-            "greedy": round(sum(score(tasks[r.group_id], r.text) for r in greedy) / max(1, len(tasks)), 4),
+            "greedy": round(sum(gok) / max(1, len(tasks)), 4),
             "n_tasks": len(tasks),
         }
     return out

@@ -5,8 +5,9 @@ EOS, `</tool_call>`, a stop string or the token budget; a complete call is parse
 executed in that sample's own environment; the `<tool_result>…</tool_result>` text is
 tokenized and appended with loss_mask 0 and logprob 0 (the policy did not choose it).
 An illegal or unparsable call becomes an `error: …` result the model sees, never a
-crash. A sample ends on EOS, a successful `finish` call, its token budget
-(`sampling.max_new_tokens` counts sampled and spliced tokens), or after `max_steps` calls.
+crash. A sample ends on EOS, a successful `finish` call, a turn that runs out of its token
+budget (`sampling.max_new_tokens` sampled tokens per turn, i.e. between two tool calls),
+or after `max_steps` calls.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def multistep_generate(engine: Any, prompts: Sequence[str], n_samples: int, samp
             break
         samples = engine.sample_ids(
             [s.prompt_ids + s.token_ids for s in active], sampling,
-            max_new_tokens=[sampling.max_new_tokens - len(s.token_ids) for s in active],
+            max_new_tokens=sampling.max_new_tokens,
             stop_token_ids=[close_ids if s.env is not None else set() for s in active],
             stop_strings=tuple(sampling.stop) + ((CALL_CLOSE,) if not close_ids else ()),
             generator=gen,
@@ -100,8 +101,6 @@ def _advance(engine: Any, s: _State, smp: Any, sampling: SamplingParams, max_ste
     called_finish = step.error is None and bool(getattr(s.env, "done", False))
     if called_finish:
         s.done, s.finish_reason = True, "stop"
-    elif len(s.token_ids) >= sampling.max_new_tokens:
-        s.done, s.finish_reason = True, "length"
     elif len(s.steps) >= max_steps:
         s.done, s.finish_reason = True, "max_steps"
 
