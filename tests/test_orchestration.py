@@ -71,17 +71,18 @@ def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path, monkeyp
     assert sorted(r.partition_key for r in result.run_requests) == ["copying-still", "llama-3b-v2"]
 
 
-def test_release_sensor_runs_resolve_against_the_real_job(tmp_path, monkeypatch):
-    """Run the sensor through the Definitions: its run requests target base_model_job's partitions."""
+def test_release_sensor_targets_the_backfill_chain():
+    """The sensor's runs are `base_model_job` runs: base_model -> rlvr_policy -> eval_report -> deployed_model."""
     from assets.definitions import defs
 
-    monkeypatch.setenv("FLYWHEEL_BASE_MODELS_DIR", str(tmp_path))
-    _checkpoint(tmp_path, "qwen-0.5b")
-    instance = dg.DagsterInstance.ephemeral()
-    sensor = defs.get_sensor_def("base_model_release_sensor")
-    data = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs))
-    assert [r.partition_key for r in data.run_requests] == ["qwen-0.5b"]
-    assert all(r.job_name in (None, "base_model_job") for r in data.run_requests)
+    sensor = defs.resolve_sensor_def("base_model_release_sensor")
+    job = defs.resolve_job_def(sensor.job_name)
+    assert job.name == "base_model_job" and job.partitions_def == base_models
+    assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == set(BASE_MODEL_ASSETS)
+    daily = defs.resolve_job_def("daily_logs_job")
+    assert {k.to_user_string() for k in daily.asset_layer.selected_asset_keys} == set(DAILY_ASSETS)
+    chain = defs.resolve_sensor_def("chain_base_model_job")
+    assert chain.job_name == "base_model_job"
 
 
 def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path, monkeypatch):
