@@ -59,7 +59,7 @@ TASK_LOGS_COLUMNS = """
 """
 """Columns of the `task_logs` view (documentation; the Parquet schema is TASK_LOGS_ARROW)."""
 
-TASK_LOG_IDS_DDL = "CREATE TABLE IF NOT EXISTS task_log_ids (id VARCHAR NOT NULL, log_date DATE)"
+TASK_LOG_IDS_DDL = "CREATE TABLE IF NOT EXISTS task_log_ids (id VARCHAR NOT NULL, log_date DATE, run_id VARCHAR)"
 
 QUARANTINE_DDL = """
 CREATE TABLE IF NOT EXISTS quarantine (

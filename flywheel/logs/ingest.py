@@ -408,33 +408,27 @@ def _keyed(sql: str, redact: bool) -> str:
 
 
 class _PartWriter:
-    """Parquet files of one run, one per log day: `<task_logs dir>/<YYYY-MM-DD>/part-<run>.parquet`."""
+    """Parquet files of one run: `<task_logs dir>/<YYYY-MM-DD>/part-<run>-<seq>.parquet`, one per
+    batch and day, each written under a temporary name and renamed when complete, so the
+    `task_logs` view never sees a half-written file."""
 
     def __init__(self, folder: Path, run_id: str):
         self.folder, self.run_id = folder, run_id
-        self.writers: dict[str, pq.ParquetWriter] = {}
         self.paths: list[Path] = []
 
     def write(self, table: pa.Table) -> None:
         days = table["log_date"].unique()
         for day in days.to_pylist():
             part = table if len(days) == 1 else table.filter(pc.equal(table["log_date"], pa.scalar(day, pa.date32())))
-            key = day.isoformat()
-            if key not in self.writers:
-                path = self.folder / key / f"part-{self.run_id}.parquet"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self.paths.append(path)
-                self.writers[key] = pq.ParquetWriter(path, TASK_LOGS_ARROW, compression="snappy",
-                                                     use_dictionary=["task_id", "domain", "model", "source_file"])
-            self.writers[key].write_table(part.cast(TASK_LOGS_ARROW))
-
-    def close(self) -> None:
-        for w in self.writers.values():
-            w.close()
-        self.writers.clear()
+            path = self.folder / day.isoformat() / f"part-{self.run_id}-{len(self.paths):05d}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            pq.write_table(part.cast(TASK_LOGS_ARROW), tmp, compression="snappy",
+                           use_dictionary=["task_id", "domain", "model", "source_file"])
+            os.replace(tmp, path)
+            self.paths.append(path)
 
     def discard(self) -> None:
-        self.close()
         for p in self.paths:
             p.unlink(missing_ok=True)
 
@@ -577,7 +571,7 @@ class _Loader:
         self.out.write(out)
         self.con.register("_n", out.select(["id", "log_date"]))
         try:
-            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date FROM _n")
+            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date, ? FROM _n", [self.report.run_id])
         finally:
             self.con.unregister("_n")
 
@@ -668,8 +662,10 @@ def ingest(
     `con` is an open DuckDB connection, a warehouse path, or None for `$FLYWHEEL_HOME`'s warehouse.
     `log_date` stamps every row's `log_date` (the daily partition); without it the record's UTC
     date is used. `progress(n)` is called after each batch with the lines it read.
-    A run is atomic: on an exception nothing of it stays (ids rolled back, its Parquet files
-    deleted). Raises FileNotFoundError when `source` does not exist; bad content never raises.
+    Batches are committed one by one (Parquet file first, then its keys); on an exception the
+    run's files, keys and quarantine rows are removed again. A hard kill mid-run can leave the
+    batch in flight written without its keys (a later re-ingest would then add those rows twice,
+    never lose them). Raises FileNotFoundError when `source` does not exist; bad content never raises.
     """
     opts = options or IngestOptions()
     day = dt.date.fromisoformat(log_date) if isinstance(log_date, str) else log_date
@@ -683,11 +679,9 @@ def ingest(
         report = IngestReport(run_id=uuid.uuid4().hex, source=os.fspath(source), files=len(sources),
                               log_date=day.isoformat() if day else None)
         t0, started = time.perf_counter(), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        connection.begin()
         loader = _Loader(connection, opts, day, report, progress)
         for src in sources:
             (loader.load_parquet if src.format == "parquet" else loader.load_jsonl)(src)
-        loader.out.close()
         report.seconds = time.perf_counter() - t0
         if not report.balanced:
             raise AssertionError(f"ingest lost count (a bug): {report}")
@@ -697,15 +691,17 @@ def ingest(
              report.seconds, report.files, report.lines_read, report.ingested, report.quarantined,
              report.duplicates, report.redactions, json.dumps(report.by_reason, sort_keys=True)],
         )
-        connection.commit()
         return report
     except BaseException:
+        # Undo this run: its files, its keys, its quarantine rows. (Batches commit one by one --
+        # one transaction over the whole run would keep every batch's Arrow memory alive to its end.)
         if loader is not None:
             loader.out.discard()
-        try:
-            connection.rollback()
-        except duckdb.Error:
-            pass
+            for table in ("task_log_ids", "quarantine"):
+                try:
+                    connection.execute(f"DELETE FROM {table} WHERE run_id = ?", [loader.report.run_id])
+                except duckdb.Error:
+                    pass
         raise
     finally:
         if own:
