@@ -219,3 +219,19 @@ def test_cli_json_and_missing_path(tmp_path, capsys):
     assert "duplicates  2" in capsys.readouterr().out
     assert main(["ingest", str(tmp_path / "missing"), "--warehouse", str(w)]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_a_failed_run_leaves_nothing_behind(tmp_path, wh):
+    from flywheel.warehouse import task_logs_dir
+
+    write_jsonl(tmp_path / "a.jsonl", [rec(i) for i in range(30)] + ["{bad"])
+
+    def boom(n: int) -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest(tmp_path / "a.jsonl", wh, options=IngestOptions(jsonl_chunk_bytes=2000), progress=boom)
+    assert [p.name for p in task_logs_dir(wh).rglob("*.parquet")] == ["_empty.parquet"]
+    assert [wh.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("task_log_ids", "quarantine")] == [0, 0]
+    r = ingest(tmp_path / "a.jsonl", wh)
+    assert (r.ingested, r.quarantined, r.duplicates) == (30, 1, 0)
