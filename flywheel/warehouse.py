@@ -5,7 +5,7 @@ Table layout is a contract read by mining, the UI and users' own SQL:
 - `task_logs`: the TASK_LOG_SCHEMA columns (`id, timestamp, task_id, domain, model, messages,
   outcome, reference, extra`) plus `log_date, source_file, source_line, ingested_at, redactions`.
   Only clean, redacted, deduplicated rows; `id` is unique. It is a VIEW over Parquet files next
-  to the DuckDB file (`<warehouse>_data/task_logs/YYYY-MM-DD/part-<run>.parquet`), one folder per
+  to the DuckDB file (`<warehouse>_data/task_logs/YYYY-MM-DD/part-<run>-<seq>.parquet`), one folder per
   day: writing Parquet is several times cheaper than DuckDB's compressed native storage, which is
   what lets ingest reach ~1M rows/s on two cores, and day folders make a partition easy to find,
   copy or delete. Query it like any table.
