@@ -19,6 +19,8 @@ from resources.mlflow import MlflowResource
 DAILY_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
 BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model")
 EXECUTOR_ENV = "FLYWHEEL_EXECUTOR"
+TURN_TAG = "flywheel/turn"
+"""Runs `flywheel turn` starts itself (it runs both jobs); the chaining sensor leaves them alone."""
 
 
 def executor_from_env() -> dg.ExecutorDefinition:
@@ -84,6 +86,8 @@ def current_base_model(instance: dg.DagsterInstance, tracking_uri: str = "") -> 
     description="When a day's data run succeeds, train/evaluate/deploy on the champion's base model.",
 )
 def chain_base_model_job(context: dg.RunStatusSensorContext, mlflow: MlflowResource):
+    if TURN_TAG in context.dagster_run.tags:
+        return dg.SkipReason("started by `flywheel turn`, which runs base_model_job itself")
     base = current_base_model(context.instance, mlflow.uri())
     day = context.dagster_run.tags.get("dagster/partition", "")
     req = dg.RunRequest(run_key=f"{context.dagster_run.run_id}:{base}", partition_key=base,

@@ -99,6 +99,30 @@ def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path, mo
     assert current_base_model(instance) == "tiny-v1"  # the champion's base model
 
 
+def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, monkeypatch):
+    from assets.orchestration import TURN_TAG, chain_base_model_job
+    from resources.mlflow import MlflowResource
+
+    seed_mlflow_db(flywheel_home)
+    instance = dg.DagsterInstance.ephemeral()
+
+    def tick(tags):
+        run = dg.DagsterRun(job_name="daily_logs_job", run_id="day-run-1", tags=tags,
+                            status=dg.DagsterRunStatus.SUCCESS)
+        ev = dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name="daily_logs_job")
+        return chain_base_model_job(dg.build_run_status_sensor_context(
+            sensor_name="chain_base_model_job", dagster_event=ev, dagster_instance=instance, dagster_run=run,
+            resources={"mlflow": MlflowResource(tracking_uri=flywheel_home.mlflow_uri)}))
+
+    first = tick({"dagster/partition": "2026-12-01"})
+    [req] = first.run_requests  # no partition yet: it is added with the request
+    assert req.partition_key == "tiny-v1" and req.tags["flywheel/log_partition"] == "2026-12-01"
+    assert list(first.dynamic_partitions_requests[0].partition_keys) == ["tiny-v1"]
+    instance.add_dynamic_partitions(base_models.name, ["tiny-v1"])
+    assert tick({"dagster/partition": "2026-12-02"}).partition_key == "tiny-v1"
+    assert isinstance(tick({TURN_TAG: "2026-12-02"}), dg.SkipReason)
+
+
 def _tiny_checkpoint(path: Path) -> Path:
     from tests.test_evaluation import _random_tiny
 
