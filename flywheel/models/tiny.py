@@ -34,15 +34,16 @@ class TinyModelRecipe:
     release: str = field(default="tiny-v1", metadata={"help": "release name (the base_model partition)"})
     seed: int = field(default=0, metadata={"help": "seed for init, data and SFT order"})
     vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary cap (the corpus may yield fewer)"})
-    hidden_size: int = field(default=128, metadata={"help": "model width"})
-    n_layers: int = field(default=4, metadata={"help": "transformer blocks"})
+    hidden_size: int = field(default=96, metadata={"help": "model width"})
+    n_layers: int = field(default=3, metadata={"help": "transformer blocks"})
     n_heads: int = field(default=4, metadata={"help": "attention heads"})
-    intermediate_size: int = field(default=384, metadata={"help": "MLP width"})
+    intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
     max_position: int = field(default=512, metadata={"help": "max sequence length (RoPE)"})
     n_math: int = field(default=3000, metadata={"help": "math train tasks in the SFT mix"})
     n_code: int = field(default=400, metadata={"help": "code train tasks in the SFT mix"})
     n_agent: int = field(default=1000, metadata={"help": "agent train tasks in the SFT mix"})
-    math_noise: float = field(default=0.3, metadata={"help": "share of math solutions with a perturbed answer"})
+    math_noise: float = field(default=0.3, metadata={"help": "share of math solutions with a perturbed final answer"})
+    math_format: str = field(default="scratchpad", metadata={"help": "math SFT targets: scratchpad (digit by digit) | gold"})
     sft: SftConfig = field(default_factory=SftConfig, metadata={"help": "SFT schedule"})
     eval_n: int = field(default=40, metadata={"help": "held-out tasks per domain measured at build time (0: skip)"})
     eval_k: int = field(default=8, metadata={"help": "samples per task for pass@k at build time"})
@@ -80,14 +81,70 @@ def recipe_for(release: str) -> TinyModelRecipe:
     raise KeyError(f"no tiny-model recipe for {release!r}; known: {sorted(RECIPES)}")
 
 
-def _perturb_math(solution: str, answer: str, rng: random.Random) -> str:
-    """The same solution with a wrong final result (a plausible slip, never negative)."""
+_OP = re.compile(r"(\d+) ([+\-*]) (\d+) = (\d+)")
+
+
+def _digits(n: int) -> list[int]:
+    return [int(c) for c in reversed(str(n))]
+
+
+def _add(x: int, y: int) -> str:
+    if x < 10 and y < 10:
+        return f"{x}+{y}={x + y}"
+    dx, dy, carry, parts = _digits(x), _digits(y), 0, []
+    for i in range(max(len(dx), len(dy))):
+        a, b = (dx[i] if i < len(dx) else 0), (dy[i] if i < len(dy) else 0)
+        s = a + b + carry
+        parts.append(f"{a}+{b}{'+1' if carry else ''}={s}")
+        carry = s // 10
+    return f"{x}+{y}: " + ", ".join(parts) + f" so {x + y}"
+
+
+def _sub(x: int, y: int) -> str:
+    if x < 10:
+        return f"{x}-{y}={x - y}"
+    dx, dy, borrow, parts = _digits(x), _digits(y), 0, []
+    for i in range(len(dx)):
+        top, b = dx[i] - borrow, (dy[i] if i < len(dy) else 0)
+        borrow = 1 if top < b else 0
+        top += 10 * borrow
+        parts.append(f"{top}-{b}={top - b}")
+    return f"{x}-{y}: " + ", ".join(parts) + f" so {x - y}"
+
+
+def _mul(k: int, x: int) -> str:
+    if x < 10:
+        return f"{k}*{x}={k * x}"
+    dx, carry, parts = _digits(x), 0, []
+    for d in dx:
+        s = k * d + carry
+        parts.append(f"{k}*{d}{f'+{carry}' if carry else ''}={s}")
+        carry = s // 10
+    return f"{k}*{x}: " + ", ".join(parts) + f" so {k * x}"
+
+
+def scratchpad(solution: str) -> str:
+    """The gold math solution with each operation worked digit by digit (units first, with carries).
+
+    A ~1M-parameter model cannot add two-digit numbers in one token step, but it can learn
+    single-digit facts and copying; the verifier only reads `Answer: N`.
+    """
+    steps = []
+    for a, op, b, _ in _OP.findall(solution):
+        a, b = int(a), int(b)
+        steps.append(_add(a, b) if op == "+" else _sub(a, b) if op == "-" else _mul(a, b))
+    ans = solution.rsplit("Answer: ", 1)[1]
+    return ". ".join(steps) + f". Answer: {ans}"
+
+
+def _perturb_answer(solution: str, answer: str, rng: random.Random) -> str:
+    """The same work with a wrong final `Answer:` (a plausible slip, never negative)."""
     a = int(answer)
     wrong = max(0, a + rng.choice([-3, -2, -1, 1, 2, 3]))
     if wrong == a:
         wrong = a + 1
-    head, _, _ = solution.rpartition(f"= {answer}. Answer: {answer}")
-    return f"{head}= {wrong}. Answer: {wrong}"
+    head, _, _ = solution.rpartition(f"Answer: {answer}")
+    return f"{head}Answer: {wrong}"
 
 
 def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
@@ -97,9 +154,9 @@ def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
     rng = random.Random(recipe.seed)
     out: list[tuple[str, str, str]] = []
     for t in train_suite("math", recipe.n_math):
-        sol = t.solution
+        sol = scratchpad(t.solution) if recipe.math_format == "scratchpad" else t.solution
         if rng.random() < recipe.math_noise:
-            sol = _perturb_math(sol, t.reference["answer"], rng)
+            sol = _perturb_answer(sol, t.reference["answer"], rng)
         out.append(("math", t.prompt, sol))
     out += [("code", t.prompt, t.solution) for t in train_suite("code", recipe.n_code)]
     out += [("agent", t.prompt, t.solution) for t in train_suite("agent", recipe.n_agent)]
@@ -168,13 +225,15 @@ def build_tiny_model(out_dir: str | Path, recipe: TinyModelRecipe | None = None,
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(max(1, recipe.threads))
     try:
-        corpus_tasks = [t for d in ("math", "code", "agent") for t in train_suite(d, 600)]
         from flywheel.models.chat import render_example
 
-        tok = train_tokenizer([render_example(t.domain, t.prompt, t.solution) for t in corpus_tasks],
-                              recipe.vocab_size)
+        mix = sft_mix(recipe)
+        corpus = [render_example(d, p, r) for d, p, r in mix]  # what the model sees, plus the gold formats
+        corpus += [render_example(t.domain, t.prompt, t.solution) for d in ("math", "code", "agent")
+                   for t in train_suite(d, 300)]
+        tok = train_tokenizer(corpus, recipe.vocab_size)
         model = build_model(recipe, len(tok), tok.pad_token_id, tok.eos_token_id, tok.bos_token_id)
-        supervised_finetune(model, tok, sft_mix(recipe), recipe.sft)
+        supervised_finetune(model, tok, mix, recipe.sft)
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         tok.save_pretrained(out)
