@@ -191,8 +191,10 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
     assert dep["promoted"].value is False and "does not beat the margin" in dep["reason"].value
     assert dep["champion"].value == "flywheel-policy:1" and dep["candidate"].value == "flywheel-policy:2"
     assert checks["champion_not_regressed"].passed
-    manifest = json.loads((flywheel_home.models / "policies" / "tiny-test" / "serving.json").read_text())
+    manifest = json.loads(Path(dep["serving_manifest"].value).with_suffix(".json").read_text())
     assert manifest["served_model_name"] == "flywheel-policy:2"
+    # the registered weights are a snapshot: retraining into policies/<base> cannot change a version
+    assert Path(manifest["model_path"]).parent == flywheel_home.models / "registry"
     # a negative margin promotes an equal candidate: the gate both ways through the asset
     res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance, resources=resources,
                          run_config={"ops": {"deployed_model": {"config": {"margin": -0.01}}}})

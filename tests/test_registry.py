@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +74,7 @@ def registry(flywheel_home):
 def test_promote_refuse_and_rollback_on_sqlite(registry, flywheel_home, tmp_path):
     base_dir, cand_dir = tmp_path / "base", tmp_path / "cand"
     base_dir.mkdir(), cand_dir.mkdir()
+    (cand_dir / "config.json").write_text("{}")
     champ = registry.ensure_champion(base_dir, "tiny-v1")
     assert champ.is_base and registry.champion().version == champ.version == "1"
     assert registry.ensure_champion(base_dir, "tiny-v1").version == "1"  # idempotent
@@ -96,6 +98,11 @@ def test_promote_refuse_and_rollback_on_sqlite(registry, flywheel_home, tmp_path
     assert registry.champion().version == "2"  # champion kept
     assert registry.get(c2.version).tags["flywheel.promoted"] == "false"
     assert registry.history() == ["1", "2"]
+
+    snap = registry.register(cand_dir, lineage, snapshot_root=tmp_path / "registry")  # version 4
+    (cand_dir / "weights.bin").write_bytes(b"retrained")  # the trainer overwrites its output folder
+    assert snap.model_path.startswith(str(tmp_path / "registry")) and snap.tags["flywheel.source_path"] == str(cand_dir)
+    assert not (Path(snap.model_path) / "weights.bin").exists()
 
     r = rollback(registry)
     assert (r.from_version, r.to_version) == ("2", "1") and registry.champion().version == "1"

@@ -72,7 +72,7 @@ def evaluate_candidate(
     paths = (paths or FlywheelPaths.from_env()).ensure()
     uri = tracking_uri or paths.mlflow_uri
     reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
-    champ = reg.ensure_champion(base_model_path, base_model)
+    champ = reg.ensure_champion(base_model_path, base_model, snapshot_root=paths.models / "registry")
     cache = str(paths.home / "eval" / "_cache")
     champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score,
                                 cache_dir=cache)

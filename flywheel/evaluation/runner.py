@@ -254,11 +254,17 @@ def report_from_dict(d: dict[str, Any]) -> EvalReport:
     return rep
 
 
-def _cache_key(model: str, config: EvalConfig) -> str:
+def _cache_key(model: str, config: EvalConfig, model_path: str = "") -> str:
+    """Model id + where its weights are and when they were written + the config: a reset registry that
+    reuses a version number, or weights rewritten in place, never hits a stale report."""
     import hashlib
     import json
+    from pathlib import Path
 
-    blob = json.dumps({"model": model, "config": config.to_dict()}, sort_keys=True, default=str)
+    p = Path(model_path)
+    stamp = max((f.stat().st_mtime_ns for f in p.iterdir() if f.is_file()), default=0) if p.is_dir() else 0
+    blob = json.dumps({"model": model, "path": str(p.resolve()) if model_path else "", "stamp": stamp,
+                       "config": config.to_dict()}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -280,7 +286,7 @@ def evaluate_policy(
 
     config = config or EvalConfig()
     model = model or Path(model_path).name
-    cached = Path(cache_dir) / f"{_cache_key(model, config)}.json" if cache_dir else None
+    cached = Path(cache_dir) / f"{_cache_key(model, config, model_path)}.json" if cache_dir else None
     if cached is not None and cached.exists():
         rep = report_from_dict(json.loads(cached.read_text()))
         if train_prompts is not None:

@@ -82,6 +82,21 @@ class PromotionDecision:
         return d
 
 
+def snapshot_checkpoint(src: Path, root: Path) -> Path:
+    """An immutable copy of checkpoint folder `src` under `root`.
+
+    A real copy, not hard links: `save_pretrained` truncates and rewrites the same file names,
+    which would change a hard-linked snapshot too.
+    """
+    import shutil
+    import uuid
+
+    root.mkdir(parents=True, exist_ok=True)
+    dst = root / f"{src.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+    shutil.copytree(src, dst)
+    return dst
+
+
 def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
     """The gate as a pure function of a comparison: (promote?, reason)."""
     if comparison is None:
@@ -140,14 +155,20 @@ class Registry:
     def register(
         self, model_path: str | Path, lineage: Mapping[str, Any] | None = None,
         serving: Mapping[str, Any] | None = None, log_weights: bool = False, role: str = "candidate",
+        snapshot_root: str | Path | None = None,
     ) -> ModelRef:
         """A new version for the policy at `model_path`, its lineage as `flywheel.*` tags.
 
         `lineage` keys: base_model, log_partitions, training_run_id, eval_run_id, ... (values
         stringified; lists as JSON). `serving`: the vLLM manifest, logged as an artifact.
+        `snapshot_root`: copy the checkpoint folder there first (hard links where possible), so the
+        version keeps its weights when the trainer later overwrites `model_path`.
         """
+        src = Path(str(model_path))
+        if snapshot_root is not None and src.is_dir():
+            model_path = snapshot_checkpoint(src, Path(snapshot_root))
         model_path = str(Path(model_path).resolve()) if Path(str(model_path)).exists() else str(model_path)
-        tags = {"flywheel.role": role, "flywheel.model_path": model_path}
+        tags = {"flywheel.role": role, "flywheel.model_path": model_path, "flywheel.source_path": str(src)}
         for k, v in (lineage or {}).items():
             if v is None:
                 continue
@@ -219,12 +240,14 @@ class Registry:
         self._record([*self.history(), version], action, version, reason)
 
     def ensure_champion(self, base_model_path: str | Path, base_model: str,
-                        serving: Mapping[str, Any] | None = None) -> ModelRef:
+                        serving: Mapping[str, Any] | None = None,
+                        snapshot_root: str | Path | None = None) -> ModelRef:
         """The current champion; with none yet, the base model is registered and becomes the implicit champion."""
         champ = self.champion()
         if champ is not None:
             return champ
-        ref = self.register(base_model_path, {"base_model": base_model}, serving=serving, role="base")
+        ref = self.register(base_model_path, {"base_model": base_model}, serving=serving, role="base",
+                            snapshot_root=snapshot_root)
         self.set_champion(ref.version, reason=f"base model {base_model} is the implicit first champion",
                           action="init")
         return ref
