@@ -1,0 +1,117 @@
+"""One flywheel turn from the command line: a day of production traffic, then both jobs of the graph.
+
+`flywheel turn` (what `make flywheel` runs) calls `run_turn`. It executes the same jobs the
+schedule and sensors run (`daily_logs_job`, then `base_model_job`) against the Dagster
+instance in `$DAGSTER_HOME`, so every turn shows up in the UI's asset lineage.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import date as Date
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import dagster as dg
+
+from assets.partitions import DEFAULT_BASE_MODEL, base_models
+from flywheel.paths import FlywheelPaths
+
+TURN_TAG = "flywheel/turn"
+"""Runs started by `flywheel turn` carry this tag; the chaining sensor leaves them alone."""
+
+
+@dataclass(frozen=True)
+class TurnConfig:
+    """What one turn does: which day it writes and ingests, for which base model, how much traffic."""
+
+    day: str | None = None  # default: the day after the newest raw-log partition, else today (UTC)
+    base_model: str = DEFAULT_BASE_MODEL
+    records: int = 3000
+    seed: int = 0
+
+
+def next_day(paths: FlywheelPaths) -> str:
+    """The day after the newest `raw_logs/YYYY-MM-DD` folder: consecutive turns are consecutive days."""
+    days = []
+    for p in paths.raw_logs.glob("????-??-??"):
+        try:
+            days.append(Date.fromisoformat(p.name))
+        except ValueError:
+            continue
+    if not days:
+        return datetime.now(timezone.utc).date().isoformat()
+    return (max(days) + timedelta(days=1)).isoformat()
+
+
+def turn_instance() -> dg.DagsterInstance:
+    """The persistent instance when `$DAGSTER_HOME` is set (the Makefile sets it), else an ephemeral one."""
+    if os.environ.get("DAGSTER_HOME"):
+        os.makedirs(os.environ["DAGSTER_HOME"], exist_ok=True)
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.ephemeral()
+
+
+def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths) -> str:
+    """Today's production: the registry's champion serves the day's tasks; before any champion, the simulator."""
+    from flywheel.loop import make_champion_responder, serve_day
+    from flywheel.tasks.traffic import simulate_day
+
+    try:
+        responder = make_champion_responder(paths=paths)
+    except LookupError:
+        simulate_day(paths.raw_logs, day, cfg.records, cfg.seed)
+        return "simulated-prod"
+    serve_day(day, cfg.records, cfg.seed, responder, paths=paths)
+    return responder.model_id
+
+
+def _materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key == dg.AssetKey(asset):
+            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    return {}
+
+
+def _quiet_run_config(log_level: str) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}}
+
+
+def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dict[str, Any]:
+    """Run one whole turn and return its summary (`eval_before`, `eval_after`, `promoted`, `reason`, …)."""
+    from assets.definitions import build_definitions
+    from flywheel.evaluation.candidate import eval_dir, load_candidate_eval
+
+    paths = FlywheelPaths.from_env().ensure()
+    defs, instance = build_definitions(), turn_instance()
+    day = cfg.day or next_day(paths)
+    tags = {TURN_TAG: day}
+    progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
+    served_by = write_production_traffic(day, cfg, paths)
+    progress(f"[turn] data side: raw_task_logs[{day}] -> task_logs -> failure_cases -> task_pool -> verifiers")
+    data = defs.resolve_job_def("daily_logs_job").execute_in_process(
+        partition_key=day, instance=instance, tags=tags, raise_on_error=True,
+        run_config=_quiet_run_config(log_level))
+    if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
+        instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
+    progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")
+    model = defs.resolve_job_def("base_model_job").execute_in_process(
+        partition_key=cfg.base_model, instance=instance, tags={**tags, "flywheel/log_partition": day},
+        raise_on_error=True, run_config=_quiet_run_config(log_level))
+    ev = load_candidate_eval(eval_dir(paths, cfg.base_model))
+    deployed = _materialization_metadata(model, "deployed_model")
+    return {
+        "day": day,
+        "base_model": cfg.base_model,
+        "traffic_served_by": served_by,
+        "ingest": {k: _materialization_metadata(data, "raw_task_logs").get(k)
+                   for k in ("ingested", "quarantined", "duplicates")},
+        "task_pool": _materialization_metadata(data, "task_pool").get("pool_size"),
+        **ev.summary(),
+        "promoted": bool(deployed.get("promoted")),
+        "reason": deployed.get("reason", ""),
+        "champion_after": deployed.get("champion"),
+        "dagster_runs": [data.run_id, model.run_id],
+    }
