@@ -60,6 +60,7 @@ class TrainResult:
     idle_shares: dict[str, float]
     wall_s: float
     checkpoint_dir: Path
+    cpu_s: float = 0.0
     manifest: dict[str, Any] = field(default_factory=dict)
     finished: bool = True
     model: Any = None
@@ -80,6 +81,7 @@ class TrainResult:
             "curve_png": str(self.curve_png) if self.curve_png else None,
             "idle_shares": self.idle_shares,
             "wall_s": self.wall_s,
+            "cpu_s": self.cpu_s,
             "finished": self.finished,
             "reward_curve": [h.get("reward/mean") for h in self.history],
         }
@@ -267,6 +269,7 @@ def train_rlvr(
     data_partitions: Mapping[str, Any] | None = None,
     stop_after: int | None = None,
     time_budget_s: float | None = None,
+    budget_clock: str = "wall",
     on_step: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainResult:
     """Train `base_model` with GRPO on `tasks`; save the policy (HF folder) to `output_dir`.
@@ -276,9 +279,12 @@ def train_rlvr(
     ends this call after that many steps (a planned interruption: the run is resumable and
     `finished` is False). `time_budget_s` ends training early once the wall time since the
     call began exceeds it; the policy is still saved (a budgeted run, `finished` True).
+    `budget_clock="cpu"` counts this process's CPU time instead (what the run would take on
+    dedicated cores when the machine is shared).
     Non-finite rewards raise `VerifierInfraError`.
     """
     t_start = time.perf_counter()
+    cpu_start = time.process_time()
     cfg = config
     paths = (paths or FlywheelPaths.from_env()).ensure()
     if cfg.num_threads:
@@ -359,7 +365,8 @@ def train_rlvr(
                     "history": history, "scheduler": scheduler.state_dict(), "mlflow_run_id": tele.run_id,
                     "config": cfg.to_dict(), "pending": pending,
                 })
-            if time_budget_s is not None and time.perf_counter() - t_start > time_budget_s and done < end:
+            spent = time.process_time() - cpu_start if budget_clock == "cpu" else time.perf_counter() - t_start
+            if time_budget_s is not None and spent > time_budget_s and done < end:
                 budget_hit, end = True, done
                 break
         status = "FINISHED" if end == cfg.steps or budget_hit else "KILLED"
@@ -384,7 +391,7 @@ def train_rlvr(
     return TrainResult(
         policy_dir=policy_dir, steps_done=end, history=history, mlflow_run_id=tele.run_id,
         mlflow_run_url=tele.run_url(), curve_png=curve, idle_shares=idle,
-        wall_s=time.perf_counter() - t_start, checkpoint_dir=run_dir, manifest=manifest, finished=finished,
+        wall_s=time.perf_counter() - t_start, cpu_s=time.process_time() - cpu_start, checkpoint_dir=run_dir, manifest=manifest, finished=finished,
         model=backend.module,
     )
 
