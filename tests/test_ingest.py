@@ -129,7 +129,7 @@ def test_chunk_boundaries_keep_line_numbers(tmp_path, wh):
     lines = [rec(i) for i in range(40)]
     lines[17] = rec(17, timestamp=12)
     write_jsonl(tmp_path / "c.jsonl", lines)
-    r = ingest(tmp_path / "c.jsonl", wh, options=IngestOptions(jsonl_chunk_bytes=100))
+    r = ingest(tmp_path / "c.jsonl", wh, options=IngestOptions(jsonl_chunk_bytes=1500))
     assert (r.ingested, r.quarantined) == (39, 1)
     assert wh.execute("SELECT reason FROM quarantine").fetchall()[0][0].startswith("line 18: field 'timestamp'")
 
