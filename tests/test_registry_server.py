@@ -31,7 +31,8 @@ def mlflow_server(tmp_path):
     seed_mlflow_db(FlywheelPaths(tmp_path))  # a migrated store: the server starts without running migrations
     mlflow_bin = Path(sys.executable).with_name("mlflow")
     log = open(tmp_path / "server.log", "w")
-    env = {**os.environ, "MLFLOW_ENABLE_TELEMETRY": "false", "DO_NOT_TRACK": "1"}
+    env = {**os.environ, "MLFLOW_ENABLE_TELEMETRY": "false", "DO_NOT_TRACK": "1",
+           "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no background job-runner process
     proc = subprocess.Popen(
         [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
