@@ -1,1 +1,8 @@
-"""flywheel.registry."""
+"""flywheel.registry: the MLflow model registry as the record of what is deployed.
+
+- `mlflow_registry.Registry` (versions with lineage tags, `champion` alias, history),
+  `GateConfig`, `promote_if_better(...) -> PromotionDecision`, `rollback(...)`
+- `deploy.deploy_candidate(...) -> DeploymentResult` (register + snapshot + manifest + gate)
+- `serving.serving_manifest(...)` (vLLM `serve` args: default and fast variants)
+- `releases.discover_releases(dir)` (base-model checkpoints for the release sensor)
+"""
