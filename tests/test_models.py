@@ -125,3 +125,22 @@ def test_cli_model_build_and_sample(tiny_model_dir, flywheel_home, capsys):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert len(out["samples"]) == 2 and all(s["tokens"] <= 8 for s in out["samples"])
     assert main(["model", "build", "--release", "qwen"]) == 2
+
+
+def test_math_scratchpad_is_arithmetically_true():
+    import re
+
+    from flywheel.models.tiny import scratchpad
+    from flywheel.tasks.suites import train_suite
+
+    tasks = train_suite("math", 300)
+    for t in tasks:
+        s = scratchpad(t.solution)
+        assert s.endswith(f"Answer: {t.reference['answer']}")
+        for expr, val in re.findall(r"(\d+(?:[+\-*]\d+)+)=(\d+)", s):  # every digit step and direct op
+            assert eval(expr) == int(val), (t.solution, s)
+        for a, op, b, res in re.findall(r"(\d+)([+\-*])(\d+): .*? so (\d+)", s):
+            assert eval(f"{a}{op}{b}") == int(res)
+    assert scratchpad("36 + 45 = 81. Answer: 81") == "36+45: 6+5=11, 3+4+1=8 so 81. Answer: 81"
+    assert scratchpad("31 - 16 = 15. Answer: 15") == "31-16: 11-6=5, 2-1=1 so 15. Answer: 15"
+    assert scratchpad("4 * 16 = 64. Answer: 64") == "4*16: 4*6=24, 4*1+2=6 so 64. Answer: 64"

@@ -43,12 +43,14 @@ def test_generate_shapes_masks_and_order(engine):
         assert r.policy_version == 0
 
 
-@pytest.mark.parametrize("temperature", [1.0, 0.7, 0.0])
-def test_logprobs_equal_a_plain_forward_pass(engine, temperature):
-    """Left-padded, KV-cached, batch-compacted sampling reports exactly what a forward pass computes."""
+@pytest.mark.parametrize("temperature,fast", [(1.0, True), (0.7, True), (0.0, True), (1.0, False), (0.7, False)])
+def test_logprobs_equal_a_plain_forward_pass(engine, temperature, fast):
+    """Left-padded, KV-cached, batch-compacted sampling reports exactly what a forward pass computes
+    (both decode paths: the preallocated-KV Llama path and the generic DynamicCache one)."""
     from flywheel.rollout.torch_engine import recompute_logprobs
     from flywheel.rollout.types import SamplingParams
 
+    engine.fast_path = fast
     rs = engine.generate(_prompts(), 2, SamplingParams(temperature=temperature, max_new_tokens=20, seed=5))
     assert len({len(r.prompt_ids) for r in rs}) > 1  # left padding in play
     if temperature > 0:
@@ -58,9 +60,11 @@ def test_logprobs_equal_a_plain_forward_pass(engine, temperature):
         torch.testing.assert_close(torch.tensor(r.logprobs), ref, atol=2e-4, rtol=0)
 
 
-def test_greedy_matches_hf_generate(engine):
+@pytest.mark.parametrize("fast", [True, False])
+def test_greedy_matches_hf_generate(engine, fast):
     from flywheel.rollout.types import SamplingParams
 
+    engine.fast_path = fast
     prompt = _prompts(1)[0]
     r = engine.generate([prompt], 1, SamplingParams(temperature=0.0, max_new_tokens=15))[0]
     ids = torch.tensor([r.prompt_ids])

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from flywheel.rollout import kv_llama
 from flywheel.rollout.base import ToolFactory
 from flywheel.rollout.types import Rollout, SamplingParams
 
@@ -68,7 +69,8 @@ class TorchEngine:
     name = "torch"
 
     def __init__(self, model: Any, tokenizer: Any, device: str | torch.device | None = None,
-                 policy_version: int = 0, max_batch_size: int = 64, num_threads: int | None = None) -> None:
+                 policy_version: int = 0, max_batch_size: int = 64, num_threads: int | None = None,
+                 fast_path: bool = True) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -77,6 +79,7 @@ class TorchEngine:
         self.policy_version = policy_version
         self.max_batch_size = max_batch_size
         self.num_threads = num_threads
+        self.fast_path = fast_path  # preallocated-KV decode for Llama/Qwen2 (kv_llama); else DynamicCache
         self.eos_id: int = tokenizer.eos_token_id
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self._cache_kw = _cache_kwarg(model)
@@ -153,25 +156,33 @@ class TorchEngine:
                 mask[i, width - len(c):] = 1
         ids, mask = ids[live].to(self.device), mask[live].to(self.device)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        from transformers import DynamicCache
+        fast = self.fast_path and kv_llama.supports(self.model)
+        if fast:
+            dec = kv_llama.KVDecoder(self.model, len(live), width + max(budgets[i] for i in live), self.device)
+            logits = dec.forward(ids, pos, mask)
+        else:
+            from transformers import DynamicCache
 
-        cache = DynamicCache()
-        o = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
-                       **{self._cache_kw: cache})
-        logits = o.logits[:, -1]
+            cache = DynamicCache()
+            o = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+                           **{self._cache_kw: cache})
+            logits = o.logits[:, -1]
         next_pos = pos[:, -1:] + 1
         rows = list(live)  # batch row -> sample index
+        active = list(range(len(rows)))  # batch rows still sampling (finished rows idle until compaction)
         tail = max((len(s) for s in stop_strings), default=0)
-        while rows:
+        while active:
             logp = _temperature_logprobs(logits, sampling.temperature)
             tok = _draw(logp, sampling, gen)
             lp = logp.gather(-1, tok[:, None]).squeeze(-1)
+            toks, lps = tok.tolist(), lp.tolist()
             keep: list[int] = []
-            for r, (t, t_lp) in enumerate(zip(tok.tolist(), lp.tolist(), strict=True)):
+            for r in active:
                 i = rows[r]
                 s = results[i]
+                t = toks[r]
                 s.token_ids.append(t)
-                s.logprobs.append(t_lp)
+                s.logprobs.append(lps[r])
                 if t in stops[i]:
                     s.finish_reason = "stop"
                 elif tail and any(x in self.tokenizer.decode(s.token_ids[-(tail + 2):]) for x in stop_strings):
@@ -180,17 +191,25 @@ class TorchEngine:
                     s.finish_reason = "length"
                 else:
                     keep.append(r)
-            if not keep:
+            active = keep
+            if not active:
                 break
-            if len(keep) < len(rows):
-                idx = torch.tensor(keep, device=self.device)
-                cache.batch_select_indices(idx)
+            if len(active) <= 0.75 * len(rows):  # compact: drop finished rows from the batch and the cache
+                idx = torch.tensor(active, device=self.device)
+                if fast:
+                    dec.select(idx)
+                else:
+                    cache.batch_select_indices(idx)
                 tok, mask, next_pos = tok[idx], mask[idx], next_pos[idx]
-                rows = [rows[r] for r in keep]
+                rows = [rows[r] for r in active]
+                active = list(range(len(rows)))
             mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-            o = self.model(input_ids=tok[:, None], attention_mask=mask, position_ids=next_pos, use_cache=True,
-                           **{self._cache_kw: cache})
-            logits = o.logits[:, -1]
+            if fast:
+                logits = dec.forward(tok[:, None], next_pos, mask)
+            else:
+                o = self.model(input_ids=tok[:, None], attention_mask=mask, position_ids=next_pos, use_cache=True,
+                               **{self._cache_kw: cache})
+                logits = o.logits[:, -1]
             next_pos = next_pos + 1
         return results
 
