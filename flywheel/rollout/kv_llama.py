@@ -29,6 +29,15 @@ def supports(model: Any) -> bool:
     return inner is not None and hasattr(inner, "rotary_emb") and hasattr(model, "lm_head")
 
 
+def _rms(norm: Any, x: torch.Tensor) -> torch.Tensor:
+    """The HF RMSNorm module's math in one fused call (float32 inside, like Llama/Qwen2 RMSNorm)."""
+    eps = getattr(norm, "variance_epsilon", None)
+    if eps is None or not hasattr(F, "rms_norm"):
+        return norm(x)
+    y = F.rms_norm(x.float(), (x.shape[-1],), eps=eps)
+    return norm.weight * y.to(x.dtype)
+
+
 class KVDecoder:
     """Prefill then one-token steps for a batch, with K/V in preallocated buffers."""
 
@@ -67,7 +76,7 @@ class KVDecoder:
             allowed = (allowed & (k_at <= q_at)) | (k_at == q_at)
         for i, layer in enumerate(self.layers):
             attn = layer.self_attn
-            h = layer.input_layernorm(x)
+            h = _rms(layer.input_layernorm, x)
             q = attn.q_proj(h).view(b, t, -1, self.hd).transpose(1, 2)
             k = attn.k_proj(h).view(b, t, -1, self.hd).transpose(1, 2)
             v = attn.v_proj(h).view(b, t, -1, self.hd).transpose(1, 2)
@@ -79,6 +88,6 @@ class KVDecoder:
                 scale=getattr(attn, "scaling", None), enable_gqa=self.n_kv != self.n_heads,
             )
             x = x + attn.o_proj(o.transpose(1, 2).reshape(b, t, -1))
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            x = x + layer.mlp(_rms(layer.post_attention_layernorm, x))
         self.length = end
-        return self.lm_head(self.norm(x[:, -1]))
+        return self.lm_head(_rms(self.norm, x[:, -1]))
