@@ -23,12 +23,11 @@ $(VENV)/.installed: pyproject.toml constraints-cpu.txt
 	$(BIN)/pip install -q --no-build-isolation -c constraints-cpu.txt 'deepspeed>=0.15'
 	touch $@
 
-# The local sandbox needs bubblewrap; install it when missing and we may (root + apt).
+# System packages come from scripts, each idempotent and optional: scripts/dockerd.sh (docker.io, for the
+# docker sandbox tests) and scripts/install_browser.sh (chromium, for the browser test). The local sandbox
+# needs nothing beyond Linux namespaces and root.
 system-deps:
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get install -y -qq bubblewrap >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null)); \
-	  else echo "warning: bubblewrap (bwrap) not found: install it for the local sandbox" >&2; fi; }
+	@true
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)

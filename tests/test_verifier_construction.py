@@ -89,6 +89,16 @@ def test_table_contract_and_valid_tasks(built):
     assert [d for d, _ in valid_tasks(con, ["math"])] == ["math", "math"]
 
 
+def test_rebuild_is_a_verdict_cache_lookup(built):
+    """The next turn re-validates the same pool from the verdict cache, with the same outcome."""
+    con, first = built
+    before = dict(con.execute("SELECT task_id, valid FROM verifiers").fetchall())
+    again = build_verifiers(con, ConstructConfig(), Registry(sandbox=None, code_timeout_s=1.5))
+    assert first.cache_hits == 0 and again.cache_hits > 0
+    assert dict(con.execute("SELECT task_id, valid FROM verifiers").fetchall()) == before
+    assert (again.valid, again.invalid) == (first.valid, first.invalid)
+
+
 def test_asset_and_blocking_check(tmp_path):
     _sandbox_or_skip()
     from assets.verifiers import verifiers, verifiers_valid_share

@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 
 from flywheel.verifiers.batch import ScoreItem, score_batch
+from flywheel.verifiers.cache import VerdictCache
 from flywheel.verifiers.common import TaskError, require
 from flywheel.verifiers.hacks import probes
 from flywheel.verifiers.registry import DOMAINS, Registry, default_registry
@@ -60,6 +61,7 @@ class ConstructReport:
     by_reason: dict[str, int] = field(default_factory=dict)
     slow_probe_failures: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    cache_hits: int = 0
 
     @property
     def valid_share(self) -> float:
@@ -175,8 +177,10 @@ def build_verifiers(
                 slow[t.domain] = len(batch)
             plan.items.append((f"probe {p.name}", len(batch)))
             batch.append(ScoreItem(t.domain, plan.task, p.response))
-    verdicts = score_batch(batch, concurrency=cfg.concurrency, registry=reg, errors="none")
-    report = ConstructReport()
+    # The verdict cache makes re-validation on the next turn a lookup: same task, response and verifier version.
+    cache = VerdictCache(con)
+    verdicts = score_batch(batch, concurrency=cfg.concurrency, registry=reg, cache=cache, errors="none")
+    report = ConstructReport(cache_hits=cache.hits)
     for d, i in slow.items():
         v = verdicts[i]
         if v is None or v.passed:
