@@ -237,6 +237,8 @@ def _jsonl_sql(opts: IngestOptions) -> str:
 
 
 def _arrow_kind(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):
+        return _arrow_kind(t.value_type)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     if pa.types.is_integer(t):
@@ -250,8 +252,9 @@ def _arrow_kind(t: pa.DataType) -> str:
     return "other"
 
 
-def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
-    """Validation SQL for one Parquet file, specialized to its column types."""
+def _parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> str:
+    """Validation SQL for one Parquet file, specialized to its column types. `source` is the
+    relation with the file's columns plus `line_no` (a registered Arrow batch, or a read_parquet)."""
     cap, P = opts.max_field_bytes, "row"
     names = set(schema.names)
     q = {n: '"' + n.replace('"', '""') + '"' for n in schema.names}
@@ -328,7 +331,7 @@ def _parquet_sql(schema: pa.Schema, opts: IngestOptions) -> str:
     SELECT line_no, err,
            CASE WHEN err IS NOT NULL THEN left(to_json({row})::VARCHAR, {opts.raw_preview_chars}) END AS raw,
            {", ".join(f"n_{f} AS {f}" for f in (*FIELDS, "extra"))}
-    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM (SELECT *{"".join(", " + p for p in pre)} FROM _b)) i
+    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM (SELECT *{"".join(", " + p for p in pre)} FROM {source})) i
     """
 
 
@@ -405,6 +408,36 @@ def _keyed(sql: str, redact: bool) -> str:
     ok = " AND ".join(f"coalesce(json_valid({c}), true)" for c in _TEXT_COLS)
     return (f"SELECT *, CASE WHEN hit THEN {ok} ELSE true END AS red_ok FROM "
             f"(SELECT line_no, err, raw, {plain}, {reds}, seen, hit, {counts}, {origs} FROM ({keyed}) w) x")
+
+
+def _lean(sql: str, passthrough: tuple[str, ...]) -> str:
+    """The Parquet batch query: validation, key, `seen` and a 64-bit hash of the key -- but NOT the
+    big JSON text columns that are already strings in the file (`passthrough`): those never
+    round-trip through DuckDB; Python takes them straight from the Arrow batch."""
+    rest = ", ".join(c for c in _OUT_COLS if c not in ("id", *passthrough))
+    return f"""
+    SELECT v.line_no, v.err, v.raw, v.id, {rest}, hash(v.id) AS h, k.id IS NOT NULL AS seen
+    FROM (SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
+          FROM ({sql}) v0) v
+    LEFT JOIN task_log_ids k ON v.id = k.id
+    """
+
+
+def _redact_sql() -> str:
+    """Redaction of the few rows that passed the prefilter (table `_r`): texts replaced, counts per
+    kind, originals and a JSON validity flag (the shape `_finish_redaction` expects)."""
+    reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in _TEXT_COLS)
+    counts = ", ".join(
+        f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k, c) for c in _TEXT_COLS)} AS r_{k}"
+        for k in R.KINDS
+    )
+    origs = ", ".join(f"{c} AS o_{c}" for c in _TEXT_COLS)
+    ok = " AND ".join(f"coalesce(json_valid({c}), true)" for c in _TEXT_COLS)
+    return (f"SELECT i, true AS hit, {ok} AS red_ok, * EXCLUDE (i, hit) FROM "
+            f"(SELECT i, true AS hit, {reds}, {counts}, {origs} FROM _r) x")
+
+
+_PREFILTER = {c: R.prefilter_regex(c) for c in _TEXT_COLS}
 
 
 class _PartWriter:
@@ -494,7 +527,13 @@ class _Loader:
         except Exception as e:  # noqa: BLE001 -- any unreadable file is a quarantine entry, never a crash
             self._file_error(src, f"not a readable Parquet file: {e}")
             return
-        sql = _keyed(_parquet_sql(pf.schema_arrow, self.opts), self.opts.redact)
+        schema = pf.schema_arrow
+        if isinstance(src.fs, pafs.LocalFileSystem) and "line_no" not in schema.names:
+            self._parquet_local(src, pf.metadata.num_rows, schema)
+            return
+        passthrough = tuple(c for c in _TEXT_COLS if c in JSON_FIELDS and c in schema.names
+                            and _arrow_kind(schema.field(c).type) == "string")
+        lean = _lean(_parquet_sql(schema, self.opts), passthrough)
         done = 0
         batches = pf.iter_batches(batch_size=self.opts.parquet_batch_rows, use_threads=False)
         while True:
@@ -511,9 +550,33 @@ class _Loader:
             t = pa.Table.from_batches(t.to_batches(max_chunksize=_SCAN_CHUNK))  # zero-copy; lets DuckDB scan in parallel
             done += n
             self.report.lines_read += n
-            self._batch(src, t, sql, None)
+            self._parquet_batch(src, t, self._query(lean, _b=t), passthrough, done - n)
             if self.progress:
                 self.progress(n)
+
+    def _parquet_local(self, src: SourceFile, rows: int, schema: pa.Schema) -> None:
+        """A local Parquet file: DuckDB reads it itself (much cheaper than decoding it with pyarrow
+        and handing the batches over), one row range per batch -- row groups outside the range are
+        skipped -- so memory stays flat and each batch sees the keys of the ones before."""
+        step = self.opts.parquet_batch_rows
+        path = _lit(src.path)
+        for a in range(0, rows, step):
+            b = min(rows, a + step)
+            reader = (f"(SELECT * EXCLUDE (file_row_number), file_row_number + 1 AS line_no "
+                      f"FROM read_parquet({path}, file_row_number = true) "
+                      f"WHERE file_row_number >= {a} AND file_row_number < {b})")
+            sql = _lean(_parquet_sql(schema, self.opts, reader), ())
+            try:
+                cand = self._query(sql)
+            except duckdb.Error as e:  # corrupt page / row group: say where, keep going
+                self._file_error(src, f"Parquet read failed after row {a}: {e}")
+                return
+            if len(cand) != b - a:
+                raise AssertionError(f"read {len(cand)} rows of {src.name} [{a}, {b}), expected {b - a} (a bug)")
+            self.report.lines_read += b - a
+            self._parquet_batch(src, None, cand, (), a)
+            if self.progress:
+                self.progress(b - a)
 
     def _file_error(self, src: SourceFile, reason: str) -> None:
         self.report.lines_read += 1
@@ -554,6 +617,61 @@ class _Loader:
             self._write(src, new)
         self.report.ingested += len(new)
         self.report.duplicates += n_clean - len(new)
+
+    def _parquet_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
+                       base: int) -> None:
+        """One Parquet batch, validated and keyed by DuckDB (`cand`): quarantine, dedupe, redact the
+        rare prefilter hits, write. Columns in `passthrough` are taken from the Arrow batch `t`."""
+        bad = pc.is_valid(cand["err"])
+        if pc.any(bad).as_py():
+            self._quarantine_from_cand(src, cand.filter(bad), None)
+            cand = cand.filter(pc.invert(bad))
+        n_clean = len(cand)
+        if not n_clean:
+            return
+        if pc.any(cand["seen"]).as_py():
+            cand = cand.filter(pc.invert(cand["seen"]))
+        if len(cand):
+            h = cand["h"].to_numpy()
+            hs = np.sort(h)
+            if (hs[1:] == hs[:-1]).any():  # maybe the same id twice in this batch: keep its first line
+                order = pc.sort_indices(cand, [("line_no", "ascending")])
+                cand = cand.take(order)
+                first = pa.table({"id": cand["id"], "i": np.arange(len(cand))}).group_by("id").aggregate([("i", "min")])
+                cand = cand.take(np.sort(first["i_min"].to_numpy()))
+        if passthrough:
+            idx = pa.array(cand["line_no"].to_numpy() - (base + 1))
+        cols = {c: (t[c].take(idx) if c in passthrough else cand[c]) for c in _OUT_COLS}
+        n = len(cand)
+        red = pa.array(np.zeros(n, np.int32))
+        if self.opts.redact and n:
+            hit = None
+            for c in _TEXT_COLS:
+                m = pc.match_substring_regex(cols[c], _PREFILTER[c])
+                hit = m if hit is None else pc.or_kleene(hit, m)
+            hit = pc.fill_null(hit, False)
+            if pc.any(hit).as_py():
+                cols, red = self._redact_hits(cols, hit, red)
+        new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
+        if n:
+            self._write(src, new)
+        self.report.ingested += n
+        self.report.duplicates += n_clean - n
+
+    def _redact_hits(self, cols: dict, hit: pa.Array, red: pa.Array) -> tuple[dict, pa.Array]:
+        """Redact the rows flagged by the prefilter (in DuckDB, JSON-unsafe ones in Python) and put
+        them back in place."""
+        hit = hit.combine_chunks() if isinstance(hit, pa.ChunkedArray) else hit
+        rows = pa.table({"i": np.flatnonzero(hit.to_numpy(zero_copy_only=False)),
+                         **{c: pc.filter(cols[c], hit) for c in _TEXT_COLS}})
+        done = self._finish_redaction(self._query(_redact_sql(), _r=rows))
+        done = done.sort_by("i")
+        out = dict(cols)
+        for c in _TEXT_COLS:
+            col = cols[c].combine_chunks() if isinstance(cols[c], pa.ChunkedArray) else cols[c]
+            out[c] = pc.replace_with_mask(col.cast(pa.string()), hit, done[c].combine_chunks().cast(pa.string()))
+        red = pc.replace_with_mask(red, hit, done["redactions"].combine_chunks().cast(pa.int32()))
+        return out, red
 
     def _write(self, src: SourceFile, new: pa.Table) -> None:
         n = len(new)

@@ -83,6 +83,12 @@ def sql_any(col: str, column: str | None = None) -> str:
     return f"regexp_matches({col}, {_lit(pre)})"
 
 
+def prefilter_regex(column: str) -> str:
+    """RE2 necessary condition for anything in `column` to redact (literal anchors, phone digits in
+    `messages` only); what `sql_any` runs, usable with `pyarrow.compute.match_substring_regex`."""
+    return "|".join(p.prefilter or p.regex for p in patterns_for(column))
+
+
 def sql_redact(col: str, column: str | None = None) -> str:
     """SQL: `col` with every pattern that applies to `column` (default: `col`) replaced."""
     expr = col
