@@ -23,7 +23,7 @@ class RlvrConfig(dg.Config):
     group_size: int = 8
     lr: float = 5e-4
     temperature: float = 1.0
-    max_new_tokens: int = 40
+    max_new_tokens: int = 80
     domain_weights: dict[str, float] = {"math": 0.8, "code": 0.1, "agent": 0.1}
     kl_coef: float = 0.0
     seed: int = 0

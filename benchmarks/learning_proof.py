@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEFAULTS = {
-    "steps": 200, "prompts_per_step": 8, "group_size": 8, "lr": 5e-4, "temperature": 1.0, "max_new_tokens": 40,
+    "steps": 200, "prompts_per_step": 8, "group_size": 8, "lr": 5e-4, "temperature": 1.0, "max_new_tokens": 80,
     "domain_weights": {"math": 0.8, "code": 0.1, "agent": 0.1}, "micro_batch_size": 32,
 }
 

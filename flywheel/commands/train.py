@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed, steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
             lr=args.lr, backend=args.backend, zero_stage=args.zero_stage, device=args.device,
             domain_weights=dict(zip(args.domains, weights, strict=True)), checkpoint_every=args.checkpoint_every,
-            off_policy_pipeline=args.off_policy, max_new_tokens=40,
+            off_policy_pipeline=args.off_policy, max_new_tokens=80,
         )
     except ValueError as e:
         return fail(str(e))

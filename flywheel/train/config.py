@@ -46,7 +46,7 @@ class GRPOConfig:
     # sampling
     temperature: float = _f(1.0, "Sampling temperature (the loss uses the same tempered distribution).")
     top_p: float = _f(1.0, "Nucleus sampling (1.0 = off; < 1 biases log-probs, keep 1.0 for RL).")
-    max_new_tokens: int = _f(48, "Longest response in tokens (per turn for agent rollouts).")
+    max_new_tokens: int = _f(80, "Longest response in tokens (the tiny model's math scratchpad needs up to ~60).")
     max_tool_steps: int = _f(6, "Most tool calls in one agent rollout.")
     # scheduler
     domain_weights: dict[str, float] = _f({"math": 1.0}, "Sampling weight of each domain (normalized).")
