@@ -20,7 +20,7 @@ from flywheel.models.chat import render_prompt
 class SftConfig:
     """How SFT runs (frozen: part of the tiny model's recipe hash)."""
 
-    steps: int = field(default=800, metadata={"help": "optimizer steps"})
+    steps: int = field(default=1600, metadata={"help": "optimizer steps"})
     batch_size: int = field(default=32, metadata={"help": "examples per step"})
     lr: float = field(default=3e-3, metadata={"help": "peak AdamW learning rate"})
     warmup: int = field(default=30, metadata={"help": "linear warmup steps"})
