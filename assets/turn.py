@@ -30,6 +30,7 @@ class TurnConfig:
     base_model: str = DEFAULT_BASE_MODEL
     records: int = 3000
     seed: int = 0
+    train_budget_s: float = 300.0  # wall-clock cap of the RL run inside a turn (0: the asset's own steps only)
 
 
 def next_day(paths: FlywheelPaths) -> str:
@@ -75,8 +76,8 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> 
     return {}
 
 
-def _quiet_run_config(log_level: str) -> dict[str, Any]:
-    return {"loggers": {"console": {"config": {"log_level": log_level}}}}
+def _run_config(log_level: str, ops: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops or {}}
 
 
 def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dict[str, Any]:
@@ -93,13 +94,14 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     progress(f"[turn] data side: raw_task_logs[{day}] -> task_logs -> failure_cases -> task_pool -> verifiers")
     data = defs.resolve_job_def("daily_logs_job").execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,
-        run_config=_quiet_run_config(log_level))
+        run_config=_run_config(log_level))
     if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
         instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
     progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")
     model = defs.resolve_job_def("base_model_job").execute_in_process(
         partition_key=cfg.base_model, instance=instance, tags={**tags, "flywheel/log_partition": day},
-        raise_on_error=True, run_config=_quiet_run_config(log_level))
+        raise_on_error=True, run_config=_run_config(log_level, {
+            "rlvr_policy": {"config": {"time_budget_s": cfg.train_budget_s}}}))
     ev = load_candidate_eval(eval_dir(paths, cfg.base_model))
     deployed = _materialization_metadata(model, "deployed_model")
     return {

@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-model", default="tiny-v1", help="base-model partition (release name or checkpoint)")
     p.add_argument("--records", type=int, default=3000, help="production requests served for the day")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-budget", type=float, default=300.0, metavar="S",
+                   help="wall-clock cap in seconds of the RL run inside the turn (0: no cap)")
     p.add_argument("--log-level", default="WARNING", help="Dagster log level of the turn's runs (INFO shows each step)")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -56,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             print(msg, flush=True)
 
     summary = run_turn(TurnConfig(day=args.day, base_model=args.base_model, records=args.records,
-                                  seed=args.seed), progress=progress, log_level=args.log_level.upper())
+                                  seed=args.seed, train_budget_s=args.train_budget), progress=progress, log_level=args.log_level.upper())
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     emit(args, summary, format_summary(summary) + f"\n\nturn took {summary['wall_s']} s")
     return 0
