@@ -59,7 +59,9 @@ TASK_LOGS_COLUMNS = """
 """
 """Columns of the `task_logs` view (documentation; the Parquet schema is TASK_LOGS_ARROW)."""
 
-TASK_LOG_IDS_DDL = "CREATE TABLE IF NOT EXISTS task_log_ids (id VARCHAR NOT NULL, log_date DATE, run_id VARCHAR)"
+TASK_LOG_IDS_DDL = ("CREATE TABLE IF NOT EXISTS task_log_ids "
+                    "(id VARCHAR NOT NULL, log_date DATE, run_id VARCHAR, h UBIGINT)")
+"""`h` = DuckDB `hash(id)`: ingest anti-joins on this integer (cheap), then checks the rare hits by `id`."""
 
 QUARANTINE_DDL = """
 CREATE TABLE IF NOT EXISTS quarantine (
@@ -134,6 +136,11 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create the ingest tables and the `task_logs` view if missing. Idempotent."""
     for ddl in (QUARANTINE_DDL, INGEST_RUNS_DDL, TASK_LOG_IDS_DDL):
         con.execute(ddl)
+    cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'task_log_ids' AND table_schema = current_schema()").fetchall()]
+    if "h" not in cols:  # a warehouse from before the hash column: add and fill it once
+        con.execute("ALTER TABLE task_log_ids ADD COLUMN h UBIGINT")
+        con.execute("UPDATE task_log_ids SET h = hash(id)")
     folder = task_logs_dir(con)
     empty = folder / "_empty.parquet"  # keeps the view valid before the first ingest
     if not empty.exists():

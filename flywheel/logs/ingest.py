@@ -416,10 +416,11 @@ def _lean(sql: str, passthrough: tuple[str, ...]) -> str:
     round-trip through DuckDB; Python takes them straight from the Arrow batch."""
     rest = ", ".join(c for c in _OUT_COLS if c not in ("id", *passthrough))
     return f"""
-    SELECT v.line_no, v.err, v.raw, v.id, {rest}, hash(v.id) AS h, k.id IS NOT NULL AS seen
-    FROM (SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
-          FROM ({sql}) v0) v
-    LEFT JOIN task_log_ids k ON v.id = k.id
+    SELECT v.line_no, v.err, v.raw, v.id, {rest}, v.h, k.h IS NOT NULL AS seen
+    FROM (SELECT *, hash(id) AS h FROM (
+          SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
+          FROM ({sql}) v0)) v
+    LEFT JOIN task_log_ids k ON v.h = k.h
     """
 
 
@@ -437,7 +438,64 @@ def _redact_sql() -> str:
             f"(SELECT i, true AS hit, {reds}, {counts}, {origs} FROM _r) x")
 
 
+def _take(col: pa.ChunkedArray | pa.Array, pos: np.ndarray) -> pa.Array:
+    """col[pos] chunk by chunk (pyarrow's take on a chunked array would first copy it whole)."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    out, start = [], 0
+    for ch in chunks:
+        lo, hi = np.searchsorted(pos, [start, start + len(ch)])
+        if hi > lo:
+            out.append(ch.take(pa.array(pos[lo:hi] - start)).cast(pa.string()))
+        start += len(ch)
+    return pa.concat_arrays(out) if out else pa.array([], pa.string())
+
+
+def _splice_chunk(arr: pa.Array, pos: np.ndarray, vals: pa.Array) -> pa.StringArray:
+    """`arr` with the strings at sorted positions `pos` replaced by `vals` (nulls stay null), built
+    from buffers: one memcpy of the data, no per-row work for the rows left alone."""
+    arr = arr.cast(pa.string())
+    vals = vals.cast(pa.string())
+    n = len(arr)
+    offs = np.frombuffer(arr.buffers()[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
+    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.empty(0, np.uint8)
+    vo = np.frombuffer(vals.buffers()[1], np.int32, count=len(vals) + 1, offset=vals.offset * 4).astype(np.int64)
+    vd = np.frombuffer(vals.buffers()[2], np.uint8) if vals.buffers()[2] is not None else np.empty(0, np.uint8)
+    lengths = np.diff(offs)
+    lengths[pos] = np.diff(vo)
+    new_offs = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=new_offs[1:])
+    pieces, cur = [], offs[0]
+    for k, p in enumerate(pos.tolist()):
+        pieces.append(data[cur:offs[p]])
+        pieces.append(vd[vo[k]:vo[k + 1]])
+        cur = offs[p + 1]
+    pieces.append(data[cur:offs[n]])
+    body = np.concatenate(pieces)
+    validity = None
+    if arr.null_count:
+        validity = pc.is_valid(arr).buffers()[1]
+    typ, otype = (pa.string(), np.int32) if new_offs[-1] < 2**31 else (pa.large_string(), np.int64)
+    return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(new_offs.astype(otype)), pa.py_buffer(body)])
+
+
+def _splice(col: pa.ChunkedArray | pa.Array, pos: np.ndarray, vals: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    """Chunk-wise `_splice_chunk` of a (chunked) string column; chunks without a hit are kept as they are."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    vals = vals.combine_chunks() if isinstance(vals, pa.ChunkedArray) else vals
+    out, start = [], 0
+    for ch in chunks:
+        lo, hi = np.searchsorted(pos, [start, start + len(ch)])
+        out.append(_splice_chunk(ch, pos[lo:hi] - start, vals.slice(lo, hi - lo)) if hi > lo else ch.cast(pa.string()))
+        start += len(ch)
+    return pa.chunked_array(out, pa.string()) if all(c.type == pa.string() for c in out) else \
+        pa.chunked_array([c.cast(pa.large_string()) for c in out])
+
+
 _PREFILTER = {c: R.prefilter_regex(c) for c in _TEXT_COLS}
+
+
+_STATS_COLS = ["id", "timestamp", "task_id", "domain", "model", "log_date", "source_file", "source_line",
+               "ingested_at", "redactions"]
 
 
 class _PartWriter:
@@ -457,7 +515,8 @@ class _PartWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.tmp")
             pq.write_table(part.cast(TASK_LOGS_ARROW), tmp, compression="snappy",
-                           use_dictionary=["task_id", "domain", "model", "source_file"])
+                           use_dictionary=["task_id", "domain", "model", "source_file"],
+                           write_statistics=_STATS_COLS)  # min/max of long JSON text: costly, never used
             os.replace(tmp, path)
             self.paths.append(path)
 
@@ -571,6 +630,9 @@ class _Loader:
             except duckdb.Error as e:  # corrupt page / row group: say where, keep going
                 self._file_error(src, f"Parquet read failed after row {a}: {e}")
                 return
+            if len(cand) > b - a:  # two stored keys with the same hash joined a row twice
+                _, first = np.unique(cand["line_no"].to_numpy(), return_index=True)
+                cand = cand.take(pa.array(np.sort(first)))
             if len(cand) != b - a:
                 raise AssertionError(f"read {len(cand)} rows of {src.name} [{a}, {b}), expected {b - a} (a bug)")
             self.report.lines_read += b - a
@@ -629,8 +691,8 @@ class _Loader:
         n_clean = len(cand)
         if not n_clean:
             return
-        if pc.any(cand["seen"]).as_py():
-            cand = cand.filter(pc.invert(cand["seen"]))
+        if pc.any(cand["seen"]).as_py():  # same hash as a stored key: drop the rows whose id really is stored
+            cand = self._drop_stored(cand)
         if len(cand):
             h = cand["h"].to_numpy()
             hs = np.sort(h)
@@ -650,28 +712,40 @@ class _Loader:
                 m = pc.match_substring_regex(cols[c], _PREFILTER[c])
                 hit = m if hit is None else pc.or_kleene(hit, m)
             hit = pc.fill_null(hit, False)
-            if pc.any(hit).as_py():
-                cols, red = self._redact_hits(cols, hit, red)
         new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
+        if self.opts.redact and n:
+            if pc.any(hit).as_py():
+                new = self._redact_rows(new, hit)
         if n:
             self._write(src, new)
         self.report.ingested += n
         self.report.duplicates += n_clean - n
 
-    def _redact_hits(self, cols: dict, hit: pa.Array, red: pa.Array) -> tuple[dict, pa.Array]:
-        """Redact the rows flagged by the prefilter (in DuckDB, JSON-unsafe ones in Python) and put
-        them back in place."""
+    def _drop_stored(self, cand: pa.Table) -> pa.Table:
+        """`seen` says a key with the same 64-bit hash is in `task_log_ids`: keep the rows whose id
+        is not actually there (a hash collision), drop the rest (duplicates)."""
+        seen = cand.filter(cand["seen"]).select(["line_no", "id"])
+        stored = self._query("SELECT s.line_no FROM _s s SEMI JOIN task_log_ids k ON s.id = k.id", _s=seen)
+        drop = pc.is_in(cand["line_no"], value_set=stored["line_no"].combine_chunks())
+        return cand.filter(pc.invert(drop))
+
+    def _redact_rows(self, new: pa.Table, hit: pa.Array) -> pa.Table:
+        """Redact the rows flagged by the prefilter (in DuckDB; JSON-unsafe ones in Python) and
+        splice the results back in place; the rest of the batch is not copied row by row."""
         hit = hit.combine_chunks() if isinstance(hit, pa.ChunkedArray) else hit
-        rows = pa.table({"i": np.flatnonzero(hit.to_numpy(zero_copy_only=False)),
-                         **{c: pc.filter(cols[c], hit) for c in _TEXT_COLS}})
-        done = self._finish_redaction(self._query(_redact_sql(), _r=rows))
-        done = done.sort_by("i")
-        out = dict(cols)
-        for c in _TEXT_COLS:
-            col = cols[c].combine_chunks() if isinstance(cols[c], pa.ChunkedArray) else cols[c]
-            out[c] = pc.replace_with_mask(col.cast(pa.string()), hit, done[c].combine_chunks().cast(pa.string()))
-        red = pc.replace_with_mask(red, hit, done["redactions"].combine_chunks().cast(pa.int32()))
-        return out, red
+        pos = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+        rows = pa.table({"i": pos, **{c: _take(new[c], pos) for c in _TEXT_COLS}})
+        done = self._finish_redaction(self._query(_redact_sql(), _r=rows)).sort_by("i")
+        red = np.zeros(len(new), np.int32)
+        red[pos] = done["redactions"].to_numpy()
+        cols = {c: new[c] for c in new.column_names}
+        for c in _TEXT_COLS:  # splice only the values redaction changed (most hits touch one column)
+            changed = pc.fill_null(pc.not_equal(rows[c], done[c].combine_chunks().cast(pa.string())), False)
+            ch = np.flatnonzero(changed.to_numpy(zero_copy_only=False))
+            if len(ch):
+                cols[c] = _splice(new[c], pos[ch], done[c].combine_chunks().take(pa.array(ch)))
+        cols["redactions"] = pa.array(red)
+        return pa.table(cols)
 
     def _write(self, src: SourceFile, new: pa.Table) -> None:
         n = len(new)
@@ -689,7 +763,7 @@ class _Loader:
         self.out.write(out)
         self.con.register("_n", out.select(["id", "log_date"]))
         try:
-            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date, ? FROM _n", [self.report.run_id])
+            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date, ?, hash(id) FROM _n", [self.report.run_id])
         finally:
             self.con.unregister("_n")
 
