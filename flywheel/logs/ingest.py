@@ -4,8 +4,9 @@ The contract, every call:
 
     lines_read == ingested + quarantined + duplicates
 
-- Input is streamed: JSONL in byte chunks (`jsonl_chunk_bytes`), Parquet in record batches
-  (`parquet_batch_rows`), so memory stays flat however large the logs grow.
+- Input is streamed: JSONL in byte chunks (`jsonl_chunk_bytes`), Parquet in row ranges of
+  `parquet_batch_rows` (local files are read by DuckDB's `read_parquet` itself; other filesystems
+  through pyarrow record batches), so memory stays flat however large the logs grow.
 - Validation, canonicalization, hashing, redaction and dedupe run as DuckDB SQL over each whole
   batch (vectorized); Python only touches the rare rows that need a precise message (invalid
   JSON, invalid UTF-8) or a JSON-safe redaction.
