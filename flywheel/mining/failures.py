@@ -27,11 +27,18 @@ import duckdb
 
 from flywheel.mining.config import MiningConfig
 from flywheel.mining.taxonomy import (
+    CODE_RE,
     FAILURE_TYPES,
+    FORMAT_ERROR_RE,
+    INVALID_TOOL_RE,
+    MATH_ANSWER_RE,
     MAX_TEXT_CHARS,
+    REFUSAL_MAX_CHARS,
+    REFUSAL_RE,
     SQL_PASSED,
+    TIMEOUT_RE,
+    _sql_str,
     sql_exception_type_of_line,
-    sql_failure_type,
     sql_last_line,
     sql_signature,
 )
@@ -97,6 +104,84 @@ def _observations_sql() -> str:
         FROM task_logs"""
 
 
+def failure_cases_sql() -> str:
+    """The `failure_cases` statement: one scan of `task_logs`, the expensive work once per distinct text.
+
+    Every failing record's class is a function of its domain, outcome fields, error text and
+    assistant reply. Errors and conversations repeat massively (the same bug, the same refusal,
+    the same prompt served many times), so JSON parsing of conversations and every regular
+    expression run once per DISTINCT conversation / error text and the results are joined back
+    by the text itself (an exact join, no hashing shortcuts). Per row only the outcome's few
+    fields are extracted, in one JSON parse.
+    """
+    exc = sql_exception_type_of_line("error_line")
+    # The CASE below is `taxonomy.sql_failure_type` (same rules, same order) over per-distinct flags.
+    return f"""
+        CREATE OR REPLACE TABLE failure_cases AS
+        WITH f AS NOT MATERIALIZED (
+            SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
+                   lower(j[2]) AS status, j[3] AS error,
+                   TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
+            -- parse each outcome once: a WHERE over `j` would be rewritten into one JSON parse per reference,
+            -- so the filter is an unnest of a list that is empty for passing/unjudged records
+            FROM (SELECT id, timestamp, log_date, task_id, domain, model, messages, unnest(list_filter(
+                      [json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run', '$.tests.passed'])],
+                      lambda j: CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true
+                                ELSE lower(j[2]) <> 'success' END)) AS j
+                  FROM task_logs)
+        ), dm AS (  -- once per distinct conversation
+            SELECT messages, response, n_tool_calls,
+                   n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
+                       AND regexp_matches(r, {_sql_str(REFUSAL_RE)}) AS refusal_reply,
+                   regexp_matches(r, {_sql_str(MATH_ANSWER_RE)}) AS math_answer,
+                   regexp_matches(r, {_sql_str(CODE_RE)}) AS code_answer,
+                   contains(r, '<tool_call>') AS text_tool_call
+            FROM (SELECT *, coalesce(response, '') AS r FROM (
+                SELECT messages,
+                       array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
+                       coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
+                           AS n_tool_calls
+                FROM (SELECT messages, list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
+                      FROM (SELECT DISTINCT messages FROM task_logs))  -- all conversations: no outcome parse
+            ))
+        ), de AS (  -- once per distinct error text
+            SELECT error, error_line, {exc} AS exception_type,
+                   regexp_matches(error, {_sql_str(TIMEOUT_RE)}) AS timeout_error,
+                   regexp_matches(error, {_sql_str(INVALID_TOOL_RE)}) AS invalid_tool_error,
+                   regexp_matches(error, {_sql_str(FORMAT_ERROR_RE)}) AS format_error,
+                   signature, substr(md5(signature), 1, 16) AS signature_hash
+            FROM (SELECT error, {sql_last_line("error")} AS error_line,
+                         CASE WHEN error <> '' THEN {sql_signature("error")} END AS signature
+                  FROM (SELECT DISTINCT json_extract_string(outcome, '$.error') AS error FROM task_logs))
+        ), c AS (
+            SELECT f.* EXCLUDE (messages), dm.response, dm.n_tool_calls, de.error_line, de.exception_type,
+                   de.signature AS error_signature, de.signature_hash AS error_signature_hash,
+                   CASE
+                     WHEN coalesce(f.status, '') = 'refused' OR dm.refusal_reply THEN 'refused'
+                     WHEN coalesce(f.status, '') = 'timeout' OR coalesce(de.timeout_error, false) THEN 'timeout'
+                     WHEN coalesce(f.status, '') = 'invalid_tool_call' OR coalesce(de.invalid_tool_error, false)
+                         THEN 'invalid_tool_call'
+                     WHEN coalesce(f.status, '') = 'error' OR coalesce(de.exception_type, 'AssertionError') <> 'AssertionError'
+                         THEN 'runtime_error'
+                     WHEN coalesce(f.status, '') = 'format_error' OR coalesce(de.format_error, false)
+                       OR (f.domain = 'math' AND NOT dm.math_answer)
+                       OR (f.domain = 'code' AND NOT dm.code_answer)
+                       OR (f.domain = 'agent' AND dm.n_tool_calls = 0 AND NOT dm.text_tool_call) THEN 'format_error'
+                     ELSE 'wrong_answer' END AS failure_type
+            FROM f LEFT JOIN dm ON f.messages IS NOT DISTINCT FROM dm.messages LEFT JOIN de ON f.error = de.error
+        ), s AS (
+            SELECT * EXCLUDE (error_signature, error_signature_hash),
+                   CASE WHEN failure_type = 'runtime_error' THEN error_signature END AS signature,
+                   CASE WHEN failure_type = 'runtime_error' THEN error_signature_hash END AS signature_hash FROM c
+        )
+        SELECT id, timestamp, log_date, task_id, domain, model, failure_type, status, exception_type,
+               signature, signature_hash,
+               tests_run, tests_passed, n_tool_calls,
+               left(error_line, {MAX_TEXT_CHARS}) AS error_line, left(response, {MAX_TEXT_CHARS}) AS response
+        FROM s
+    """
+
+
 def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = None) -> FailureReport:
     """Pass rates, failure taxonomy and difficulty history from `task_logs` (see module doc)."""
     _ = config or MiningConfig()
@@ -130,44 +215,7 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
                sum(passes) / nullif(sum(attempts), 0) AS pass_rate, count(*) AS tasks
         FROM task_stats GROUP BY domain, model ORDER BY domain, model
     """)
-    exc = sql_exception_type_of_line("error_line")
-    ftype = sql_failure_type("domain", "status", "error", "response", "n_tool_calls", "exception_type")
-    run("failure_cases", f"""
-        CREATE OR REPLACE TABLE failure_cases AS
-        WITH f AS (
-            SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
-                   j[1] AS passed_s, lower(j[2]) AS status, j[3] AS error,
-                   TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
-            -- parse each outcome once: a WHERE over `j` would be rewritten into one JSON parse per reference,
-            -- so the filter is an unnest of a list that is empty for passing/unjudged records
-            FROM (SELECT * EXCLUDE (outcome), unnest(list_filter(
-                      [json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run', '$.tests.passed'])],
-                      lambda j: CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true
-                                ELSE lower(j[2]) <> 'success' END)) AS j
-                  FROM task_logs)
-        ), m AS (
-            SELECT * EXCLUDE (messages),
-                   list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
-            FROM f
-        ), r AS (
-            SELECT * EXCLUDE (am), {sql_last_line("error")} AS error_line,
-                   array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
-                   coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
-                       AS n_tool_calls,
-            FROM m
-        ), e AS (SELECT *, {exc} AS exception_type FROM r
-        ), c AS (SELECT *, {ftype} AS failure_type FROM e),
-        s AS (
-            SELECT *, CASE WHEN failure_type = 'runtime_error' AND coalesce(error, '') <> ''
-                           THEN {sql_signature("error")} END AS signature
-            FROM c
-        )
-        SELECT id, timestamp, log_date, task_id, domain, model, failure_type, status, exception_type,
-               signature, substr(md5(signature), 1, 16) AS signature_hash,
-               tests_run, tests_passed, n_tool_calls,
-               left(error_line, {MAX_TEXT_CHARS}) AS error_line, left(response, {MAX_TEXT_CHARS}) AS response
-        FROM s
-    """)
+    run("failure_cases", failure_cases_sql())
     run("failure_summary", """
         CREATE OR REPLACE TABLE failure_summary AS
         SELECT domain, model, failure_type, count(*) AS n, count(DISTINCT task_id) AS tasks
