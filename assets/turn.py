@@ -8,18 +8,16 @@ instance in `$DAGSTER_HOME`, so every turn shows up in the UI's asset lineage.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import dagster as dg
 
+from assets.orchestration import BASE_MODEL_ASSETS, DAILY_ASSETS, TURN_TAG
 from assets.partitions import DEFAULT_BASE_MODEL, base_models
 from flywheel.paths import FlywheelPaths
-
-TURN_TAG = "flywheel/turn"
-"""Runs started by `flywheel turn` carry this tag; the chaining sensor leaves them alone."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +29,31 @@ class TurnConfig:
     records: int = 3000
     seed: int = 0
     train_budget_s: float = 300.0  # wall-clock cap of the RL run inside a turn (0: the asset's own steps only)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> config fields, e.g. sizes
+
+
+def parse_override(text: str) -> tuple[str, str, Any]:
+    """`asset.field=value` (value as JSON when it parses, else a string) -> (asset, field, value)."""
+    import json
+
+    key, sep, raw = text.partition("=")
+    asset, dot, name = key.partition(".")
+    if not sep or not dot or not asset or not name:
+        raise ValueError(f"override {text!r} must look like asset.field=value, e.g. rlvr_policy.steps=10")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return asset, name, value
+
+
+def _ops(cfg: TurnConfig, assets: tuple[str, ...], defaults: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    ops: dict[str, Any] = {}
+    for asset in assets:
+        fields = {**defaults.get(asset, {}), **cfg.overrides.get(asset, {})}
+        if fields:
+            ops[asset] = {"config": fields}
+    return ops
 
 
 def next_day(paths: FlywheelPaths) -> str:
@@ -69,15 +92,14 @@ def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths) ->
 
 
 def _materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        if mat.asset_key == dg.AssetKey(asset):
-            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    """The metadata `asset` recorded in this run, as plain values."""
+    for mat in result.asset_materializations_for_node(asset):
+        return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
     return {}
 
 
-def _run_config(log_level: str, ops: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops or {}}
+def _run_config(log_level: str, ops: dict[str, Any]) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops}
 
 
 def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dict[str, Any]:
@@ -94,14 +116,14 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     progress(f"[turn] data side: raw_task_logs[{day}] -> task_logs -> failure_cases -> task_pool -> verifiers")
     data = defs.resolve_job_def("daily_logs_job").execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,
-        run_config=_run_config(log_level))
+        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, {})))
     if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
         instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
     progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")
     model = defs.resolve_job_def("base_model_job").execute_in_process(
         partition_key=cfg.base_model, instance=instance, tags={**tags, "flywheel/log_partition": day},
-        raise_on_error=True, run_config=_run_config(log_level, {
-            "rlvr_policy": {"config": {"time_budget_s": cfg.train_budget_s}}}))
+        raise_on_error=True, run_config=_run_config(log_level, _ops(
+            cfg, BASE_MODEL_ASSETS, {"rlvr_policy": {"time_budget_s": cfg.train_budget_s}})))
     ev = load_candidate_eval(eval_dir(paths, cfg.base_model))
     deployed = _materialization_metadata(model, "deployed_model")
     return {
@@ -110,7 +132,7 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
         "traffic_served_by": served_by,
         "ingest": {k: _materialization_metadata(data, "raw_task_logs").get(k)
                    for k in ("ingested", "quarantined", "duplicates")},
-        "task_pool": _materialization_metadata(data, "task_pool").get("pool_size"),
+        "task_pool": _materialization_metadata(data, "task_pool").get("dagster/row_count"),
         **ev.summary(),
         "promoted": bool(deployed.get("promoted")),
         "reason": deployed.get("reason", ""),

@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train-budget", type=float, default=300.0, metavar="S",
                    help="wall-clock cap in seconds of the RL run inside the turn (0: no cap)")
     p.add_argument("--log-level", default="WARNING", help="Dagster log level of the turn's runs (INFO shows each step)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="ASSET.FIELD=VALUE",
+                   help="override an asset's config for this turn, e.g. --set rlvr_policy.steps=20 "
+                        "--set eval_report.tasks_math=40 (repeatable)")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -50,6 +53,15 @@ def run(args: argparse.Namespace) -> int:
         if e.name in ("assets", "assets.turn"):
             return fail("`flywheel turn` runs the project's Dagster code location: run it from the project root")
         raise
+    from assets.turn import parse_override
+
+    overrides: dict[str, dict] = {}
+    try:
+        for text in args.overrides:
+            asset, name, value = parse_override(text)
+            overrides.setdefault(asset, {})[name] = value
+    except ValueError as e:
+        return fail(str(e))
     t0 = time.perf_counter()
     quiet = args.json
 
@@ -58,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print(msg, flush=True)
 
     summary = run_turn(TurnConfig(day=args.day, base_model=args.base_model, records=args.records,
-                                  seed=args.seed, train_budget_s=args.train_budget), progress=progress, log_level=args.log_level.upper())
+                                  seed=args.seed, train_budget_s=args.train_budget, overrides=overrides), progress=progress, log_level=args.log_level.upper())
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     emit(args, summary, format_summary(summary) + f"\n\nturn took {summary['wall_s']} s")
     return 0

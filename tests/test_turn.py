@@ -1,0 +1,63 @@
+"""Two consecutive flywheel turns, end to end, on the embedded defaults at tiny sizes.
+
+The real thing all the way through: simulated production traffic, ingest into DuckDB, mining,
+verifier construction in the sandbox, the tiny model, GRPO, evaluation with the verifiers,
+the MLflow registry, and the Dagster jobs on a persistent SQLite instance. The second turn's
+traffic is served by the first turn's champion, and its logs are what the second turn mines.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from tests.fixtures_models import install_tiny_quick
+
+pytest_plugins = ["tests.fixtures_models"]
+
+TINY = {
+    "verifiers": {"max_tasks": 24},
+    "rlvr_policy": {"steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
+                    "checkpoint_every": 0},
+    "eval_report": {"n_samples": 1, "tasks_math": 4, "tasks_code": 2, "tasks_agent": 2, "max_new_tokens": 48,
+                    "max_steps": 3},
+}
+
+
+@pytest.fixture
+def turn_env(flywheel_home, tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    install_tiny_quick(tiny_model_dir, flywheel_home.models)
+    return flywheel_home
+
+
+def test_two_consecutive_turns(turn_env):
+    from assets.turn import TurnConfig, run_turn
+    from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+
+    cfg = TurnConfig(day="2026-12-01", base_model="tiny-quick", records=300, train_budget_s=0, overrides=TINY)
+    first = run_turn(cfg, progress=lambda _: None)
+
+    assert first["day"] == "2026-12-01" and first["traffic_served_by"] == "simulated-prod"
+    for side in ("eval_before", "eval_after"):
+        assert {"math", "code", "agent", "overall"} <= set(first[side])
+        assert all(0.0 <= v <= 1.0 for v in first[side].values())
+    assert isinstance(first["promoted"], bool) and first["reason"]
+    assert first["ingest"]["ingested"] > 0 and first["task_pool"] > 0
+    champion = Registry(turn_env.mlflow_uri, DEFAULT_MODEL_NAME).champion()
+    assert champion is not None and first["champion_after"] == champion.uri
+
+    second = run_turn(TurnConfig(base_model="tiny-quick", records=120, train_budget_s=0, overrides=TINY),
+                      progress=lambda _: None)
+    assert second["day"] == "2026-12-02"  # consecutive turns are consecutive days
+    assert second["traffic_served_by"] == champion.uri  # yesterday's champion served today's traffic
+    con = duckdb.connect(str(turn_env.warehouse), read_only=True)
+    try:
+        models = dict(con.execute(
+            "SELECT CAST(log_date AS VARCHAR), string_agg(DISTINCT model, ',') FROM task_logs GROUP BY 1").fetchall())
+    finally:
+        con.close()
+    assert models["2026-12-01"] == "simulated-prod:v1"
+    assert models["2026-12-02"] == second["traffic_served_by"]  # the champion's own traffic was mined
+    assert "simulated" not in models["2026-12-02"]
