@@ -235,3 +235,33 @@ def test_a_failed_run_leaves_nothing_behind(tmp_path, wh):
     assert [wh.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("task_log_ids", "quarantine")] == [0, 0]
     r = ingest(tmp_path / "a.jsonl", wh)
     assert (r.ingested, r.quarantined, r.duplicates) == (30, 1, 0)
+
+
+def test_parquet_off_local_disk_matches_the_duckdb_read_path(tmp_path):
+    """Local Parquet is read by DuckDB itself; any other filesystem goes through pyarrow batches.
+    Both paths must give the same rows, quarantine and redactions (bad rows, duplicates, secrets)."""
+    import uuid
+
+    import pyarrow.fs as pafs
+
+    from flywheel.logs import ingest as ing
+    from flywheel.logs.synthetic import synthetic_table
+
+    t = synthetic_table(0, 3000, 3)
+    bad = t.slice(0, 5).set_column(5, "messages", pa.array(["{not json"] * 5))
+    pq.write_table(pa.concat_tables([t, bad, t.slice(100, 7)]), tmp_path / "x.parquet", row_group_size=700)
+    seen = {}
+    for mode, fs, path in [("local", pafs.LocalFileSystem(), str(tmp_path / "x.parquet")),
+                           ("remote", pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "x.parquet")]:
+        con = connect(tmp_path / f"{mode}.duckdb")
+        rep = ing.IngestReport(run_id=uuid.uuid4().hex)
+        loader = ing._Loader(con, IngestOptions(parquet_batch_rows=1000), None, rep, None)
+        loader.load_parquet(ing.SourceFile(fs, path, "x.parquet", "parquet"))
+        seen[mode] = (rep.lines_read, rep.ingested, rep.quarantined, rep.duplicates, rep.redactions_by_kind,
+                      con.sql("SELECT * EXCLUDE (ingested_at) FROM task_logs ORDER BY source_line").fetchall(),
+                      con.sql("SELECT source_line, reason FROM quarantine ORDER BY 1").fetchall())
+        con.close()
+    assert seen["local"][:4] == (3012, 3000, 5, 7)
+    assert seen["local"][4] and sum(seen["local"][4].values()) == sum(r[-1] for r in seen["local"][5])
+    assert seen["local"] == seen["remote"]
+    assert not any("@example.com" in r[5] or "sk-abc" in r[5] for r in seen["local"][5])
