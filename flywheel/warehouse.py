@@ -141,6 +141,9 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     if "h" not in cols:  # a warehouse from before the hash column: add and fill it once
         con.execute("ALTER TABLE task_log_ids ADD COLUMN h UBIGINT")
         con.execute("UPDATE task_log_ids SET h = hash(id)")
+    elif con.execute("SELECT count(*) FROM (SELECT h, id FROM task_log_ids LIMIT 1) "
+                     "WHERE h IS DISTINCT FROM hash(id)").fetchall()[0][0]:
+        con.execute("UPDATE task_log_ids SET h = hash(id)")  # DuckDB's hash() changed (an upgrade): refill
     folder = task_logs_dir(con)
     empty = folder / "_empty.parquet"  # keeps the view valid before the first ingest
     if not empty.exists():

@@ -53,3 +53,19 @@ def test_in_memory_database_cannot_hold_task_logs():
     con = duckdb.connect()
     with pytest.raises(ValueError, match="warehouse file"):
         task_logs_dir(con)
+
+
+def test_task_log_ids_hash_column_is_added_and_refilled(tmp_path):
+    """Ingest anti-joins on `task_log_ids.h` = hash(id): an old warehouse gets the column filled,
+    and stale hashes (DuckDB's hash() changed on an upgrade) are recomputed, or re-ingest would duplicate."""
+    w = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(w))
+    con.execute("CREATE TABLE task_log_ids (id VARCHAR NOT NULL, log_date DATE, run_id VARCHAR)")
+    con.execute("INSERT INTO task_log_ids VALUES ('r1', DATE '2026-12-01', 'x'), ('r2', NULL, 'x')")
+    con.close()
+    con = connect(w)
+    assert con.execute("SELECT bool_and(h = hash(id)) FROM task_log_ids").fetchall() == [(True,)]
+    con.execute("UPDATE task_log_ids SET h = 7")
+    ensure_tables(con)
+    assert con.execute("SELECT bool_and(h = hash(id)) FROM task_log_ids").fetchall() == [(True,)]
+    con.close()
