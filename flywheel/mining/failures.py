@@ -126,18 +126,7 @@ def failure_cases_sql() -> str:
     # The CASE below is `taxonomy.sql_failure_type` (same rules, same order) over per-distinct flags.
     return f"""
         CREATE OR REPLACE TABLE failure_cases AS
-        WITH f AS NOT MATERIALIZED (
-            SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
-                   lower(j[2]) AS status, j[3] AS error,
-                   TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
-            -- parse each outcome once: a WHERE over `j` would be rewritten into one JSON parse per reference,
-            -- so the filter is an unnest of a list that is empty for passing/unjudged records
-            FROM (SELECT id, timestamp, log_date, task_id, domain, model, messages, unnest(list_filter(
-                      [json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run', '$.tests.passed'])],
-                      lambda j: CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true
-                                ELSE lower(j[2]) <> 'success' END)) AS j
-                  FROM task_logs)
-        ), dm AS (  -- once per distinct conversation
+        WITH dm AS (  -- once per distinct conversation (all of them: no outcome parse)
             SELECT messages, response, n_tool_calls,
                    n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
                        AND regexp_matches(r, {_sql_str(REFUSAL_RE)}) AS refusal_reply,
@@ -150,8 +139,22 @@ def failure_cases_sql() -> str:
                        coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
                            AS n_tool_calls
                 FROM (SELECT messages, list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
-                      FROM (SELECT DISTINCT messages FROM task_logs))  -- all conversations: no outcome parse
+                      FROM (SELECT DISTINCT messages FROM task_logs))
             ))
+        ), f0 AS NOT MATERIALIZED (
+            SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
+                   lower(j[2]) AS status, j[3] AS error,
+                   TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
+            -- parse each outcome once: a WHERE over `j` would be rewritten into one JSON parse per reference,
+            -- so the filter is an unnest of a list that is empty for passing/unjudged records
+            FROM (SELECT id, timestamp, log_date, task_id, domain, model, messages, unnest(list_filter(
+                      [json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run', '$.tests.passed'])],
+                      lambda j: CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true
+                                ELSE lower(j[2]) <> 'success' END)) AS j
+                  FROM task_logs)
+        ), f AS MATERIALIZED (  -- failing records, conversation parsed: narrow, so cheap to keep
+            SELECT f0.* EXCLUDE (messages), dm.* EXCLUDE (messages)
+            FROM f0 LEFT JOIN dm ON f0.messages IS NOT DISTINCT FROM dm.messages
         ), de AS (  -- once per distinct error text
             SELECT error, error_line, {exc} AS exception_type,
                    regexp_matches(error, {_sql_str(TIMEOUT_RE)}) AS timeout_error,
@@ -160,23 +163,23 @@ def failure_cases_sql() -> str:
                    signature, substr(md5(signature), 1, 16) AS signature_hash
             FROM (SELECT error, {sql_last_line("error")} AS error_line,
                          CASE WHEN error <> '' THEN {sql_signature("error")} END AS signature
-                  FROM (SELECT DISTINCT json_extract_string(outcome, '$.error') AS error FROM task_logs))
+                  FROM (SELECT DISTINCT error FROM f))
         ), c AS (
-            SELECT f.* EXCLUDE (messages), dm.response, dm.n_tool_calls, de.error_line, de.exception_type,
+            SELECT f.* EXCLUDE (refusal_reply, math_answer, code_answer, text_tool_call), de.error_line, de.exception_type,
                    de.signature AS error_signature, de.signature_hash AS error_signature_hash,
                    CASE
-                     WHEN coalesce(f.status, '') = 'refused' OR dm.refusal_reply THEN 'refused'
+                     WHEN coalesce(f.status, '') = 'refused' OR f.refusal_reply THEN 'refused'
                      WHEN coalesce(f.status, '') = 'timeout' OR coalesce(de.timeout_error, false) THEN 'timeout'
                      WHEN coalesce(f.status, '') = 'invalid_tool_call' OR coalesce(de.invalid_tool_error, false)
                          THEN 'invalid_tool_call'
                      WHEN coalesce(f.status, '') = 'error' OR coalesce(de.exception_type, 'AssertionError') <> 'AssertionError'
                          THEN 'runtime_error'
                      WHEN coalesce(f.status, '') = 'format_error' OR coalesce(de.format_error, false)
-                       OR (f.domain = 'math' AND NOT dm.math_answer)
-                       OR (f.domain = 'code' AND NOT dm.code_answer)
-                       OR (f.domain = 'agent' AND dm.n_tool_calls = 0 AND NOT dm.text_tool_call) THEN 'format_error'
+                       OR (f.domain = 'math' AND NOT f.math_answer)
+                       OR (f.domain = 'code' AND NOT f.code_answer)
+                       OR (f.domain = 'agent' AND f.n_tool_calls = 0 AND NOT f.text_tool_call) THEN 'format_error'
                      ELSE 'wrong_answer' END AS failure_type
-            FROM f LEFT JOIN dm ON f.messages IS NOT DISTINCT FROM dm.messages LEFT JOIN de ON f.error = de.error
+            FROM f LEFT JOIN de ON f.error = de.error
         ), s AS (
             SELECT * EXCLUDE (error_signature, error_signature_hash),
                    CASE WHEN failure_type = 'runtime_error' THEN error_signature END AS signature,
