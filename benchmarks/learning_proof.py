@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEFAULTS = {
-    "steps": 200, "prompts_per_step": 8, "group_size": 8, "lr": 5e-4, "temperature": 1.0, "max_new_tokens": 80,
-    "domain_weights": {"math": 0.8, "code": 0.1, "agent": 0.1}, "micro_batch_size": 32,
+    "steps": 400, "prompts_per_step": 8, "group_size": 8, "lr": 1.5e-4, "temperature": 1.0, "max_new_tokens": 80,
+    "math_weight": 0.9, "micro_batch_size": 32, "advantage": "dr_grpo", "max_refill_rounds": 1,
 }
 
 
@@ -50,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-size", type=int, default=DEFAULTS["group_size"])
     ap.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
     ap.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
+    ap.add_argument("--advantage", choices=["grpo", "dr_grpo"], default=DEFAULTS["advantage"])
+    ap.add_argument("--max-refill-rounds", type=int, default=DEFAULTS["max_refill_rounds"])
+    ap.add_argument("--math-weight", type=float, default=DEFAULTS["math_weight"],
+                    help="share of math groups; code and agent split the rest so they are not forgotten")
     ap.add_argument("--eval-samples", type=int, default=4)
     ap.add_argument("--eval-temperature", type=float, default=1.0)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: on a shared box 2 threads spin-wait and crawl)")
@@ -95,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = GRPOConfig(
         seed=args.seed, steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
         micro_batch_size=DEFAULTS["micro_batch_size"], lr=args.lr, temperature=args.temperature,
-        max_new_tokens=DEFAULTS["max_new_tokens"], domain_weights=DEFAULTS["domain_weights"],
-        checkpoint_every=0, num_threads=args.threads,
+        max_new_tokens=DEFAULTS["max_new_tokens"], advantage=args.advantage,
+        max_refill_rounds=args.max_refill_rounds, checkpoint_every=0, num_threads=args.threads,
+        domain_weights={"math": args.math_weight, "code": (1 - args.math_weight) / 2, "agent": (1 - args.math_weight) / 2},
     )
     def on_step(step: int, m: dict) -> None:
         if step % 10 == 0:
@@ -112,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     train_s = time.perf_counter() - t0
     after, _ = run_eval(str(res.policy_dir), "rlvr")
 
-    out: dict = {"train_wall_s": round(train_s, 1), "train_cpu_s": round(res.cpu_s, 1), "budget_clock": args.budget_clock,
+    out: dict = {"train_wall_s": round(train_s, 1), "config": {k: v for k, v in cfg.to_dict().items() if k in (
+                     "lr", "advantage", "prompts_per_step", "group_size", "max_refill_rounds", "domain_weights", "temperature")}, "train_cpu_s": round(res.cpu_s, 1), "budget_clock": args.budget_clock,
                  "load_avg_1m": round(os.getloadavg()[0], 1), "steps": res.steps_done, "mlflow_run_id": res.mlflow_run_id,
                  "eval_samples": args.eval_samples, "eval_temperature": args.eval_temperature, "domains": {}}
     by_task_b = {r.task_id: r.pass1 for r in before.tasks}
