@@ -28,8 +28,13 @@ class TurnConfig:
     base_model: str = DEFAULT_BASE_MODEL
     records: int = 3000
     seed: int = 0
-    train_budget_s: float = 300.0  # wall-clock cap of the RL run inside a turn (0: the asset's own steps only)
+    train_budget_s: float = 180.0  # wall-clock cap of the RL run inside a turn (0: the asset's own steps only)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> config fields, e.g. sizes
+
+
+TURN_SIZES: dict[str, dict[str, Any]] = {"verifiers": {"max_tasks": 200}}
+"""A turn on the embedded defaults is sized for one laptop: verifiers for the 200 top-ranked pool tasks.
+Scheduled runs use the assets' own defaults; `--set verifiers.max_tasks=0` validates the whole pool."""
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:
@@ -116,7 +121,7 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     progress(f"[turn] data side: raw_task_logs[{day}] -> task_logs -> failure_cases -> task_pool -> verifiers")
     data = defs.resolve_job_def("daily_logs_job").execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,
-        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, {})))
+        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, TURN_SIZES)))
     if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
         instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
     progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")

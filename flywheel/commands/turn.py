@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-model", default="tiny-v1", help="base-model partition (release name or checkpoint)")
     p.add_argument("--records", type=int, default=3000, help="production requests served for the day")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--train-budget", type=float, default=300.0, metavar="S",
+    p.add_argument("--train-budget", type=float, default=180.0, metavar="S",
                    help="wall-clock cap in seconds of the RL run inside the turn (0: no cap)")
     p.add_argument("--log-level", default="WARNING", help="Dagster log level of the turn's runs (INFO shows each step)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="ASSET.FIELD=VALUE",
