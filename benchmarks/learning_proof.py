@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
     ap.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
     ap.add_argument("--advantage", choices=["grpo", "dr_grpo"], default=DEFAULTS["advantage"])
+    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant",
+                    help="cosine decays over --steps (set --steps to what the budget allows)")
     ap.add_argument("--max-refill-rounds", type=int, default=DEFAULTS["max_refill_rounds"])
     ap.add_argument("--math-weight", type=float, default=DEFAULTS["math_weight"],
                     help="share of math groups; code and agent split the rest so they are not forgotten")
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
              + train_suite("agent", args.train_tasks // 5))
     cfg = GRPOConfig(
         seed=args.seed, steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
-        micro_batch_size=DEFAULTS["micro_batch_size"], lr=args.lr, temperature=args.temperature,
+        micro_batch_size=DEFAULTS["micro_batch_size"], lr=args.lr, lr_schedule=args.lr_schedule, temperature=args.temperature,
         max_new_tokens=DEFAULTS["max_new_tokens"], advantage=args.advantage,
         max_refill_rounds=args.max_refill_rounds, checkpoint_every=0, num_threads=args.threads,
         domain_weights={"math": args.math_weight, "code": (1 - args.math_weight) / 2, "agent": (1 - args.math_weight) / 2},
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     after, _ = run_eval(str(res.policy_dir), "rlvr")
 
     out: dict = {"train_wall_s": round(train_s, 1), "config": {k: v for k, v in cfg.to_dict().items() if k in (
-                     "lr", "advantage", "prompts_per_step", "group_size", "max_refill_rounds", "domain_weights", "temperature")}, "train_cpu_s": round(res.cpu_s, 1), "budget_clock": args.budget_clock,
+                     "lr", "lr_schedule", "steps", "advantage", "prompts_per_step", "group_size", "max_refill_rounds", "domain_weights", "temperature")}, "train_cpu_s": round(res.cpu_s, 1), "budget_clock": args.budget_clock,
                  "load_avg_1m": round(os.getloadavg()[0], 1), "steps": res.steps_done, "mlflow_run_id": res.mlflow_run_id,
                  "eval_samples": args.eval_samples, "eval_temperature": args.eval_temperature, "domains": {}}
     by_task_b = {r.task_id: r.pass1 for r in before.tasks}
