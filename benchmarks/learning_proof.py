@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEFAULTS = {
-    "steps": 400, "prompts_per_step": 8, "group_size": 8, "lr": 1.5e-4, "temperature": 1.0, "max_new_tokens": 80,
+    "steps": 360, "prompts_per_step": 8, "group_size": 8, "lr": 2e-4, "temperature": 1.0, "max_new_tokens": 80,
     "math_weight": 0.9, "micro_batch_size": 32, "advantage": "dr_grpo", "max_refill_rounds": 1,
 }
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
     ap.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
     ap.add_argument("--advantage", choices=["grpo", "dr_grpo"], default=DEFAULTS["advantage"])
-    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant",
+    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="cosine",
                     help="cosine decays over --steps (set --steps to what the budget allows)")
     ap.add_argument("--max-refill-rounds", type=int, default=DEFAULTS["max_refill_rounds"])
     ap.add_argument("--math-weight", type=float, default=DEFAULTS["math_weight"],
