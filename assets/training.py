@@ -7,6 +7,7 @@ import dagster as dg
 
 from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
+from flywheel.train.recipe import TINY_RLVR, domain_weights
 from resources.gpu import GpuResource, gpu_op_tags
 from resources.mlflow import MlflowResource
 from resources.trainer import TrainerResource
@@ -16,15 +17,20 @@ TRAIN_GPU = GpuSpec(count=1)
 
 
 class RlvrConfig(dg.Config):
-    """What the training run does (`.to_lib()` -> `GRPOConfig`); where it runs is `TrainerResource`."""
+    """What the training run does (`.to_lib()` -> `GRPOConfig`); where it runs is `TrainerResource`.
+    Defaults: the measured tiny-model recipe (`flywheel.train.recipe`)."""
 
-    steps: int = 60
-    prompts_per_step: int = 8
-    group_size: int = 8
-    lr: float = 5e-4
-    temperature: float = 1.0
-    max_new_tokens: int = 80
-    domain_weights: dict[str, float] = {"math": 0.8, "code": 0.1, "agent": 0.1}
+    steps: int = TINY_RLVR["steps"]
+    prompts_per_step: int = TINY_RLVR["prompts_per_step"]
+    group_size: int = TINY_RLVR["group_size"]
+    lr: float = TINY_RLVR["lr"]
+    lr_schedule: str = TINY_RLVR["lr_schedule"]
+    advantage: str = TINY_RLVR["advantage"]
+    temperature: float = TINY_RLVR["temperature"]
+    max_new_tokens: int = TINY_RLVR["max_new_tokens"]
+    max_refill_rounds: int = TINY_RLVR["max_refill_rounds"]
+    micro_batch_size: int = TINY_RLVR["micro_batch_size"]
+    domain_weights: dict[str, float] = domain_weights()
     kl_coef: float = 0.0
     seed: int = 0
     backend: str = ""  # empty: the TrainerResource's backend
@@ -39,8 +45,9 @@ class RlvrConfig(dg.Config):
             place["backend"] = self.backend
         return GRPOConfig(
             seed=self.seed, steps=self.steps, prompts_per_step=self.prompts_per_step, group_size=self.group_size,
-            lr=self.lr, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
-            domain_weights=dict(self.domain_weights), kl_coef=self.kl_coef, checkpoint_every=self.checkpoint_every,
+            lr=self.lr, lr_schedule=self.lr_schedule, advantage=self.advantage, temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens, max_refill_rounds=self.max_refill_rounds,
+            micro_batch_size=self.micro_batch_size, domain_weights=dict(self.domain_weights), kl_coef=self.kl_coef, checkpoint_every=self.checkpoint_every,
             **place,
         )
 

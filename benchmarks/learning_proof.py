@@ -21,10 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DEFAULTS = {
-    "steps": 360, "prompts_per_step": 8, "group_size": 8, "lr": 2e-4, "temperature": 1.0, "max_new_tokens": 80,
-    "math_weight": 0.9, "micro_batch_size": 32, "advantage": "dr_grpo", "max_refill_rounds": 1,
-}
+from flywheel.train.recipe import MATH_WEIGHT, TINY_RLVR, domain_weights  # noqa: E402
+
+DEFAULTS = {**TINY_RLVR, "steps": 360, "math_weight": MATH_WEIGHT}
 
 
 def paired_ci(before: list[float], after: list[float], seed: int = 0, n_boot: int = 2000) -> tuple[float, float, float]:
@@ -51,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
     ap.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
     ap.add_argument("--advantage", choices=["grpo", "dr_grpo"], default=DEFAULTS["advantage"])
-    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default="cosine",
+    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default=DEFAULTS["lr_schedule"],
                     help="cosine decays over --steps (set --steps to what the budget allows)")
     ap.add_argument("--max-refill-rounds", type=int, default=DEFAULTS["max_refill_rounds"])
     ap.add_argument("--math-weight", type=float, default=DEFAULTS["math_weight"],
@@ -103,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         micro_batch_size=DEFAULTS["micro_batch_size"], lr=args.lr, lr_schedule=args.lr_schedule, temperature=args.temperature,
         max_new_tokens=DEFAULTS["max_new_tokens"], advantage=args.advantage,
         max_refill_rounds=args.max_refill_rounds, checkpoint_every=0, num_threads=args.threads,
-        domain_weights={"math": args.math_weight, "code": (1 - args.math_weight) / 2, "agent": (1 - args.math_weight) / 2},
+        domain_weights=domain_weights(math_weight=args.math_weight),
     )
     def on_step(step: int, m: dict) -> None:
         if step % 10 == 0:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.train.recipe import TINY_RLVR, domain_weights
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,13 +15,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "every run is an MLflow run under $FLYWHEEL_HOME.")
     p.add_argument("--base-model", default=None, help="HF checkpoint folder (default: the tiny model, built if missing)")
     p.add_argument("--release", default=None, help="name of the policy (default: the base model folder name)")
-    p.add_argument("--steps", type=int, default=60, help="policy updates")
+    p.add_argument("--steps", type=int, default=TINY_RLVR["steps"], help="policy updates")
     p.add_argument("--domains", nargs="+", default=["math", "code", "agent"], help="domains to train on")
     p.add_argument("--weights", nargs="+", type=float, default=None, help="domain weights, same order as --domains")
     p.add_argument("--backend", choices=["torch", "deepspeed"], default="torch")
     p.add_argument("--zero-stage", type=int, default=0)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--lr", type=float, default=TINY_RLVR["lr"])
+    p.add_argument("--lr-schedule", choices=["constant", "cosine"], default=TINY_RLVR["lr_schedule"],
+                   help="cosine decays to 0 over --steps")
+    p.add_argument("--advantage", choices=["grpo", "dr_grpo"], default=TINY_RLVR["advantage"],
+                   help="grpo: (r - mean) / std per group; dr_grpo: r - mean")
+    p.add_argument("--max-refill-rounds", type=int, default=TINY_RLVR["max_refill_rounds"],
+                   help="extra generation rounds to replace groups whose rewards are all equal")
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--prompts-per-step", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
@@ -45,16 +52,17 @@ def run(args: argparse.Namespace) -> int:
         base = str(build_tiny_model(paths.models / "base" / "tiny-v1").path)
     elif not Path(base).is_dir():
         return fail(f"--base-model {base} is not a folder")
-    weights = args.weights or ([0.8] + [0.2 / max(1, len(args.domains) - 1)] * (len(args.domains) - 1)
-                               if args.domains[0] == "math" and len(args.domains) > 1 else [1.0] * len(args.domains))
+    weights = args.weights or list(domain_weights(args.domains).values())
     if len(weights) != len(args.domains):
         return fail("--weights needs one weight per domain")
     try:
         cfg = GRPOConfig(
             seed=args.seed, steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
-            lr=args.lr, backend=args.backend, zero_stage=args.zero_stage, device=args.device,
+            lr=args.lr, lr_schedule=args.lr_schedule, advantage=args.advantage,
+            max_refill_rounds=args.max_refill_rounds, micro_batch_size=TINY_RLVR["micro_batch_size"],
+            temperature=TINY_RLVR["temperature"], backend=args.backend, zero_stage=args.zero_stage, device=args.device,
             domain_weights=dict(zip(args.domains, weights, strict=True)), checkpoint_every=args.checkpoint_every,
-            off_policy_pipeline=args.off_policy, max_new_tokens=80,
+            off_policy_pipeline=args.off_policy, max_new_tokens=TINY_RLVR["max_new_tokens"],
         )
     except ValueError as e:
         return fail(str(e))
