@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from flywheel.models.chat import render_prompt
+from flywheel.progress import progress_bar
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str
     model.train()
     losses = []
     batches: list[list[int]] = []
+    bar = progress_bar(cfg.steps, "SFT of the base model")
     for step in range(cfg.steps):
         if not batches:
             batches = _length_bucketed(data, cfg.batch_size, gen)
@@ -90,7 +92,11 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         losses.append(float(loss.detach()))
+        bar.update(1)
+        if step % 20 == 0:
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
         if on_step is not None:
             on_step(step, losses[-1])
+    bar.close()
     model.eval()
     return losses

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from flywheel.paths import FlywheelPaths
+from flywheel.progress import progress_bar
 from flywheel.rollout.scheduler import BatchStats, Group, TaskScheduler
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
@@ -339,6 +340,7 @@ def train_rlvr(
     status = "FAILED"
     budget_hit = False
     pipeline.reset_clock()
+    bar = progress_bar(end, "RLVR steps", initial=start_step)
     try:
         for step in range(start_step, end):
             t0 = time.perf_counter()
@@ -356,6 +358,8 @@ def train_rlvr(
             metrics.update(gpu_metrics())
             history.append(metrics)
             tele.log_metrics(step, {k: v for k, v in metrics.items() if k != "step"})
+            bar.update(1)
+            bar.set_postfix(reward=f"{metrics.get('reward/mean', float('nan')):.3f}", refresh=False)
             if on_step:
                 on_step(step, metrics)
             done = step + 1
@@ -371,6 +375,7 @@ def train_rlvr(
                 break
         status = "FINISHED" if end == cfg.steps or budget_hit else "KILLED"
     finally:
+        bar.close()
         pipeline.close()
         if status == "FAILED":
             tele.finish("FAILED")

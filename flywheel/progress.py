@@ -1,0 +1,28 @@
+"""Progress bars for long work (SFT, RL steps), on stderr and only where a person watches.
+
+A bar shows on an interactive terminal (`make flywheel`, the CLI); in Dagster runs, CI logs and
+pipes it stays quiet (the asset metadata and MLflow carry the numbers). `FLYWHEEL_PROGRESS=1`
+forces bars on, `=0` off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def progress_enabled() -> bool:
+    """Whether bars should draw: the env override, else whether stderr is a terminal."""
+    flag = os.environ.get("FLYWHEEL_PROGRESS", "")
+    if flag in ("0", "1"):
+        return flag == "1"
+    return sys.stderr.isatty()
+
+
+def progress_bar(total: int, desc: str, unit: str = " step", initial: int = 0) -> Any:
+    """A tqdm bar over `total` units (a disabled one that accepts the same calls when not shown)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, leave=False,
+                mininterval=0.5, dynamic_ncols=True, disable=not progress_enabled())
