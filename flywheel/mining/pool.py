@@ -120,10 +120,26 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
         SELECT task_id, domain, attempts, passes, attempts - passes AS fails, last_id FROM task_stats
         WHERE model = $model AND attempts > 0 AND passes < attempts {dom_filter}
     """, {"model": model}).fetchall()
+    # the records the pool reads -- each candidate's latest record (prompt, reference) and its latest
+    # failing one (the logged failing response) -- in ONE scan of task_logs: a lookup by id reads the
+    # whole id column, so two lookups cost two scans
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _pool_lastfail AS
+        SELECT task_id, arg_max(id, (timestamp, id)) AS id FROM failure_cases
+        WHERE model = $model AND task_id IN (SELECT task_id FROM _pool_stats) GROUP BY task_id
+    """, {"model": model}).fetchall()
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _pool_ids AS
+        SELECT last_id AS id FROM _pool_stats UNION SELECT id FROM _pool_lastfail
+    """).fetchall()
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _pool_records AS
+        SELECT l.id, l.task_id, l.messages, l.reference FROM task_logs l SEMI JOIN _pool_ids i ON l.id = i.id
+    """).fetchall()
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _pool_text AS
         WITH latest AS (
-            SELECT task_id, messages, reference FROM task_logs WHERE id IN (SELECT last_id FROM _pool_stats)
+            SELECT task_id, messages, reference FROM _pool_records WHERE id IN (SELECT last_id FROM _pool_stats)
         ), u AS (
             SELECT task_id, reference,
                    list_filter(from_json(messages, '[{"role":"VARCHAR","content":"VARCHAR"}]'),
@@ -177,14 +193,15 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     con.execute(DIFFICULTY_HISTORY_DDL)
     con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain)),
                 {"model": model})
-    _fill_failed_responses(con, model)
+    _fill_failed_responses(con)
     for d, n in con.execute("SELECT domain, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
         report.pool_by_domain[d] = int(n)
     for r, n in con.execute("SELECT reason, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
         report.reasons[r] = int(n)
     report.pool = sum(report.pool_by_domain.values())
     _record_run(con, report, cfg)
-    for t in ("_pool_stats", "_pool_text", "_pool_cand", "_pool_heldout", "_pool_overlap", "_pool_pairs"):
+    for t in ("_pool_stats", "_pool_lastfail", "_pool_ids", "_pool_records", "_pool_text", "_pool_cand", "_pool_heldout",
+              "_pool_overlap", "_pool_pairs"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     report.seconds = time.perf_counter() - t0
     return report
@@ -277,15 +294,13 @@ def contaminated_pool_tasks(con: duckdb.DuckDBPyConnection, config: MiningConfig
     return bad, dropped
 
 
-def _fill_failed_responses(con: duckdb.DuckDBPyConnection, model: str) -> None:
-    """`failed_response`: the latest logged failing response of each pool task, in the training text format."""
+def _fill_failed_responses(con: duckdb.DuckDBPyConnection) -> None:
+    """`failed_response`: the latest logged failing response of each pool task (`_pool_lastfail`, read
+    into `_pool_records`), in the training text format."""
     rows = con.execute("""
-        WITH last AS (
-            SELECT task_id, arg_max(id, (timestamp, id)) AS id FROM failure_cases
-            WHERE model = $model AND task_id IN (SELECT task_id FROM task_pool) GROUP BY task_id
-        )
-        SELECT last.task_id, l.messages FROM last JOIN task_logs l ON l.id = last.id
-    """, {"model": model}).fetchall()
+        SELECT f.task_id, r.messages FROM _pool_lastfail f JOIN _pool_records r ON r.id = f.id
+        WHERE f.task_id IN (SELECT task_id FROM task_pool)
+    """).fetchall()
     ids, texts = [], []
     for task_id, messages in rows:
         try:
