@@ -11,7 +11,9 @@
 3. In another subprocess: the same mining in pandas (batched `json.loads`, the taxonomy's Python
    spec per failing row, `groupby`, set-based decontamination, datasketch MinHashLSH), reading
    the same Parquet file.
-4. Asserts both agree on attempts/passes per (task, model) and on taxonomy counts per
+4. The floor for ingest on the same files: DuckDB copying them Parquet -> Parquet with nothing
+   else, JSON validation alone, the redaction prefilter alone.
+5. Asserts both agree on attempts/passes per (task, model) and on taxonomy counts per
    (domain, model, failure type), prints rows/s and the ratio; the last line is one JSON object.
 
     nice .venv/bin/python benchmarks/bench_mining.py [--rows 5000000] [--workdir DIR]
@@ -166,6 +168,35 @@ def worker_flywheel(warehouse: Path, out: Path, threads: int) -> None:
     }))
 
 
+def worker_floor(parquet: Path, out: Path, threads: int) -> None:
+    """What ingest cannot go below on this data and machine: DuckDB copying the files Parquet ->
+    Parquet (no validation, no keys, no redaction), and the two passes over every byte of text that
+    ingest must make -- JSON validation and the redaction prefilter -- each timed alone."""
+    import duckdb
+
+    from flywheel.logs.redact import prefilter_regex
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    src = f"read_parquet('{parquet}/part-*.parquet')"
+    res = {}
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        con.execute(f"COPY (SELECT * FROM {src}) TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION snappy)")
+        res["copy_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    con.execute(f"SELECT count(*) FROM {src} WHERE json_valid(messages) AND json_valid(outcome) "
+                "AND json_valid(reference)").fetchall()
+    res["json_valid_s"] = time.perf_counter() - t0
+    pre = " OR ".join(f"regexp_matches({c}, '{prefilter_regex(c)}')" for c in ("messages", "outcome", "reference"))
+    t0 = time.perf_counter()
+    con.execute(f"SELECT count(*) FROM {src} WHERE {pre}").fetchall()
+    res["prefilter_s"] = time.perf_counter() - t0
+    res["text_bytes"] = con.execute(f"SELECT sum(length(messages) + length(outcome) + coalesce(length(reference), 0) "
+                                    f"+ coalesce(length(extra), 0)) FROM {src}").fetchall()[0][0]
+    out.write_text(json.dumps(res))
+
+
 # ------------------------------------------------------------------------------------------------
 # pandas worker: the straightforward implementation of the same mining
 # ------------------------------------------------------------------------------------------------
@@ -284,7 +315,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=None, help="keep files here (default: a temp folder)")
     ap.add_argument("--reuse", action="store_true", help="reuse workdir/logs/*.parquet if they hold --rows rows")
-    ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas", "floor"], help=argparse.SUPPRESS)
     ap.add_argument("--parquet", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
@@ -297,6 +328,9 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     if a.worker == "pandas":
         worker_pandas(a.parquet, a.out)
+        return {}
+    if a.worker == "floor":
+        worker_floor(a.parquet, a.out, a.threads)
         return {}
 
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench_mining_"))
@@ -330,6 +364,9 @@ def main(argv: list[str] | None = None) -> dict:
         fw["peak_rss_mib"] = max(fw["ingest_peak_rss_mib"], fw["mine_peak_rss_mib"])
         _run_worker(["--worker", "pandas", "--parquet", str(parquet), "--out", str(work / "pd.json")], env)
         pdr = json.loads((work / "pd.json").read_text())
+        _run_worker(["--worker", "floor", "--parquet", str(parquet), "--out", str(work / "floor.json"),
+                     "--threads", str(a.threads)], env)
+        floor = json.loads((work / "floor.json").read_text())
     finally:
         if a.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -363,10 +400,17 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"flywheel mining steps, CPU s: {fw['steps_cpu']}")
     print(f"ingest: {a.rows:,} rows in {fw['ingest_s']:.2f}s ({fw['ingest_cpu_s']:.2f} CPU s) = {ingest_rps:,.0f} rows/s "
           f"({fw['quarantined']} quarantined, {fw['duplicates']} duplicates)")
+    copy_rps = a.rows / floor["copy_s"]
+    print(f"ingest floor on this data ({floor['text_bytes'] / a.rows:,.0f} bytes of JSON text per row): DuckDB copying "
+          f"the files Parquet -> Parquet alone {floor['copy_s']:.2f}s = {copy_rps:,.0f} rows/s "
+          f"(ingest = {ingest_rps / copy_rps:.2f}x of it); JSON validation alone {floor['json_valid_s']:.2f}s, "
+          f"redaction prefilter alone {floor['prefilter_s']:.2f}s")
     print(f"agreement: {len(fw['stats']):,} (task, model) pass rates and {len(fw['taxonomy'])} taxonomy cells identical")
     result = {
         "rows": a.rows, "threads": a.threads,
         "ingest_rows_per_s": round(ingest_rps), "ingest_s": round(fw["ingest_s"], 2),
+        "copy_floor_rows_per_s": round(copy_rps), "ingest_vs_copy_floor": round(ingest_rps / copy_rps, 2),
+        "json_bytes_per_row": round(floor["text_bytes"] / a.rows),
         "mining_s": round(fw["mine_s"], 2), "pandas_mining_s": round(pdr["mine_s"], 2),
         "mining_speedup_vs_pandas": round(speedup, 1),
         "mining_cpu_ratio_vs_pandas": round(pdr["mine_cpu_s"] / fw["mine_cpu_s"], 1),
