@@ -265,3 +265,27 @@ def test_parquet_off_local_disk_matches_the_duckdb_read_path(tmp_path):
     assert seen["local"][4] and sum(seen["local"][4].values()) == sum(r[-1] for r in seen["local"][5])
     assert seen["local"] == seen["remote"]
     assert not any("@example.com" in r[5] or "sk-abc" in r[5] for r in seen["local"][5])
+
+
+def test_parallel_prefilter_and_part_files_match_one_thread(tmp_path, monkeypatch):
+    """Batches big enough to be split (prefilter slices, several part files per batch) give exactly
+    the rows, redactions and files' union that one thread gives; every part file is complete."""
+    from flywheel.logs import ingest as ing
+    from flywheel.logs.synthetic import synthetic_table
+    from flywheel.warehouse import task_logs_dir
+
+    pq.write_table(synthetic_table(0, 140_000, 7), tmp_path / "big.parquet", row_group_size=50_000)
+    seen = {}
+    for workers in (1, 3):
+        monkeypatch.setattr(ing, "_WORKERS", workers)
+        con = connect(tmp_path / f"w{workers}" / "warehouse.duckdb")
+        rep = ingest(tmp_path / "big.parquet", con, options=IngestOptions(parquet_batch_rows=140_000))
+        files = [p for p in task_logs_dir(con).rglob("part-*.parquet")]
+        assert not list(task_logs_dir(con).rglob(".*.tmp"))
+        seen[workers] = (rep.ingested, rep.redactions_by_kind, len(files),
+                         con.sql("SELECT md5(string_agg(id || messages || outcome || redactions, ',' ORDER BY id)) "
+                                 "FROM task_logs").fetchall())
+        con.close()
+    assert seen[1][0] == seen[3][0] == 140_000 and seen[1][1] and seen[1][1] == seen[3][1]
+    assert (seen[1][2], seen[3][2]) == (1, 2)  # 140k rows: one file, or two slices of >= 64k rows
+    assert seen[1][3] == seen[3][3]

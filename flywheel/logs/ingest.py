@@ -21,12 +21,14 @@ The contract, every call:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -494,30 +496,87 @@ def _splice(col: pa.ChunkedArray | pa.Array, pos: np.ndarray, vals: pa.ChunkedAr
 
 _PREFILTER = {c: R.prefilter_regex(c) for c in _TEXT_COLS}
 
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+"""Threads for the Arrow work of a batch (regex prefilter, Parquet encoding): Arrow's kernels release
+the GIL, so the cores DuckDB leaves idle between its queries do this work side by side."""
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's ingest threads (made anew in a forked child: a parent's threads do not exist there)."""
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        _POOL = (os.getpid(), ThreadPoolExecutor(_WORKERS, thread_name_prefix="flywheel-ingest"))
+    return _POOL[1]
+
+
+def _pieces(n: int, parts: int, min_rows: int = 8192) -> list[tuple[int, int]]:
+    """(offset, length) of `parts` near-equal slices of n rows (fewer, each >= min_rows, when n is small)."""
+    parts = max(1, min(parts, n // min_rows or 1))
+    bounds = np.linspace(0, n, parts + 1).astype(int)
+    return [(int(a), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+
+
+def prefilter_hits(cols: dict[str, pa.ChunkedArray | pa.Array], n: int) -> pa.Array:
+    """True where any text column may hold something to redact (the cheap RE2 necessary condition of
+    `redact.prefilter_regex`), computed over row slices of every column in parallel threads."""
+    tasks = [(c, off, ln) for c in _TEXT_COLS for off, ln in _pieces(n, _WORKERS)]
+    outs = list(_pool().map(lambda t: pc.match_substring_regex(cols[t[0]].slice(t[1], t[2]), _PREFILTER[t[0]]),
+                            tasks))
+    by_col: dict[str, list] = {}
+    for (c, _, _), m in zip(tasks, outs, strict=True):
+        by_col.setdefault(c, []).extend(m.chunks if isinstance(m, pa.ChunkedArray) else [m])
+    hit = None
+    for chunks in by_col.values():
+        col = pa.chunked_array(chunks, pa.bool_()).combine_chunks()
+        hit = col if hit is None else pc.or_kleene(hit, col)
+    return pc.fill_null(hit, False)
+
 
 _STATS_COLS = ["id", "timestamp", "task_id", "domain", "model", "log_date", "source_file", "source_line",
                "ingested_at", "redactions"]
 
 
 class _PartWriter:
-    """Parquet files of one run: `<task_logs dir>/<YYYY-MM-DD>/part-<run>-<seq>.parquet`, one per
-    batch and day, each written under a temporary name and renamed when complete, so the
-    `task_logs` view never sees a half-written file."""
+    """Parquet files of one run: `<task_logs dir>/<YYYY-MM-DD>/part-<run>-<seq>.parquet`, per batch and
+    day one file for each slice of >= 64k rows, encoded in parallel threads, each written under a
+    temporary name and renamed only when all files of the batch are complete, so the `task_logs` view
+    never sees a half-written batch."""
 
     def __init__(self, folder: Path, run_id: str):
         self.folder, self.run_id = folder, run_id
         self.paths: list[Path] = []
+        self._seq = 0
+
+    @staticmethod
+    def _encode(job: tuple[pa.Table, Path]) -> Path:
+        part, path = job
+        tmp = path.with_name(f".{path.name}.tmp")
+        pq.write_table(part.cast(TASK_LOGS_ARROW), tmp, compression="snappy",
+                       use_dictionary=["task_id", "domain", "model", "source_file"],
+                       write_statistics=_STATS_COLS)  # min/max of long JSON text: costly, never used
+        return tmp
 
     def write(self, table: pa.Table) -> None:
         days = table["log_date"].unique()
+        jobs: list[tuple[pa.Table, Path]] = []
         for day in days.to_pylist():
             part = table if len(days) == 1 else table.filter(pc.equal(table["log_date"], pa.scalar(day, pa.date32())))
-            path = self.folder / day.isoformat() / f"part-{self.run_id}-{len(self.paths):05d}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            pq.write_table(part.cast(TASK_LOGS_ARROW), tmp, compression="snappy",
-                           use_dictionary=["task_id", "domain", "model", "source_file"],
-                           write_statistics=_STATS_COLS)  # min/max of long JSON text: costly, never used
+            for off, ln in _pieces(len(part), _WORKERS, min_rows=65_536):
+                path = self.folder / day.isoformat() / f"part-{self.run_id}-{self._seq:05d}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._seq += 1
+                jobs.append((part.slice(off, ln), path))
+        futures = [_pool().submit(self._encode, j) for j in jobs]
+        wait(futures)
+        failed = [f.exception() for f in futures if f.exception() is not None]
+        if failed:  # nothing of this batch becomes visible
+            for _, path in jobs:
+                with contextlib.suppress(OSError):
+                    path.with_name(f".{path.name}.tmp").unlink()
+            raise failed[0]
+        tmps = [f.result() for f in futures]
+        for tmp, (_, path) in zip(tmps, jobs, strict=True):
             os.replace(tmp, path)
             self.paths.append(path)
 
@@ -708,11 +767,7 @@ class _Loader:
         n = len(cand)
         red = pa.array(np.zeros(n, np.int32))
         if self.opts.redact and n:
-            hit = None
-            for c in _TEXT_COLS:
-                m = pc.match_substring_regex(cols[c], _PREFILTER[c])
-                hit = m if hit is None else pc.or_kleene(hit, m)
-            hit = pc.fill_null(hit, False)
+            hit = prefilter_hits(cols, n)
         new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
         if self.opts.redact and n:
             if pc.any(hit).as_py():
