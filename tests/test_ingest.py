@@ -289,3 +289,17 @@ def test_parallel_prefilter_and_part_files_match_one_thread(tmp_path, monkeypatc
     assert seen[1][0] == seen[3][0] == 140_000 and seen[1][1] and seen[1][1] == seen[3][1]
     assert (seen[1][2], seen[3][2]) == (1, 2)  # 140k rows: one file, or two slices of >= 64k rows
     assert seen[1][3] == seen[3][3]
+
+
+def test_duplicates_in_the_next_batch_are_caught_while_it_is_prefetched(tmp_path, wh):
+    """The local Parquet path reads batch k+1 while batch k is written: a key stored by batch k that
+    repeats in batch k+1 (or k+2) is still a duplicate, counted once, never stored twice."""
+    from flywheel.logs.synthetic import synthetic_table
+
+    t = synthetic_table(0, 1000, 5)
+    pq.write_table(pa.concat_tables([t, t.slice(990, 10), t.slice(0, 1000), t.slice(3, 2)]),
+                   tmp_path / "rep.parquet", row_group_size=300)
+    rep = ingest(tmp_path / "rep.parquet", wh, options=IngestOptions(parquet_batch_rows=1000))
+    assert (rep.lines_read, rep.ingested, rep.duplicates, rep.quarantined) == (2012, 1000, 1012, 0)
+    assert wh.sql("SELECT count(*), count(DISTINCT id) FROM task_logs").fetchall() == [(1000, 1000)]
+    assert wh.sql("SELECT max(source_line) FROM task_logs").fetchall() == [(1000,)]
