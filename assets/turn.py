@@ -74,6 +74,25 @@ def next_day(paths: FlywheelPaths) -> str:
     return (max(days) + timedelta(days=1)).isoformat()
 
 
+def check_turn_day(day: str) -> None:
+    """A turn's day must be a daily-logs partition: a valid date from LOG_START_DATE up to today (UTC)."""
+    from assets.partitions import LOG_START_DATE
+
+    try:
+        d = Date.fromisoformat(day)
+    except ValueError:
+        raise ValueError(f"--day {day!r} is not a date (YYYY-MM-DD)") from None
+    today = datetime.now(timezone.utc).date()
+    if d > today:
+        raise ValueError(
+            f"the turn's day {day} is after today ({today}, UTC): a day is a partition of production logs and "
+            f"the next one opens tomorrow. Pass --day with a past day (from {LOG_START_DATE}) to run another "
+            f"turn now, or let the daily schedule run tomorrow's.")
+    if d < Date.fromisoformat(LOG_START_DATE):
+        raise ValueError(f"the turn's day {day} is before the first log partition ({LOG_START_DATE}, "
+                         "assets/partitions.py LOG_START_DATE)")
+
+
 def turn_instance() -> dg.DagsterInstance:
     """The persistent instance when `$DAGSTER_HOME` is set (the Makefile sets it), else an ephemeral one."""
     if os.environ.get("DAGSTER_HOME"):
@@ -115,6 +134,7 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     paths = FlywheelPaths.from_env().ensure()
     defs, instance = build_definitions(), turn_instance()
     day = cfg.day or next_day(paths)
+    check_turn_day(day)
     tags = {TURN_TAG: day}
     progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
     served_by = write_production_traffic(day, cfg, paths)

@@ -61,3 +61,22 @@ def test_two_consecutive_turns(turn_env):
     assert models["2026-12-01"] == "simulated-prod:v1"
     assert models["2026-12-02"] == second["traffic_served_by"]  # the champion's own traffic was mined
     assert "simulated" not in models["2026-12-02"]
+
+
+def test_a_turn_day_must_be_a_log_partition(tmp_path, monkeypatch, capsys):
+    """A future day (the default after today's turn) or a non-date is a clear error, before any traffic."""
+    from datetime import datetime, timedelta, timezone
+
+    from assets.turn import check_turn_day
+    from flywheel.cli import main
+
+    today = datetime.now(timezone.utc).date()
+    check_turn_day(today.isoformat())
+    with pytest.raises(ValueError, match="after today"):
+        check_turn_day((today + timedelta(days=1)).isoformat())
+    with pytest.raises(ValueError, match="before the first log partition"):
+        check_turn_day("2020-01-01")
+    monkeypatch.setenv("FLYWHEEL_HOME", str(tmp_path / "home"))
+    assert main(["turn", "--day", "2026-02-30"]) == 2
+    assert "is not a date" in capsys.readouterr().err
+    assert not (tmp_path / "home" / "raw_logs").exists() or not any((tmp_path / "home" / "raw_logs").iterdir())
