@@ -74,6 +74,10 @@ def next_day(paths: FlywheelPaths) -> str:
     return (max(days) + timedelta(days=1)).isoformat()
 
 
+class TurnDayError(ValueError):
+    """The turn's day is not a daily-logs partition; raised before the turn writes anything."""
+
+
 def check_turn_day(day: str) -> None:
     """A turn's day must be a daily-logs partition: a valid date from LOG_START_DATE up to today (UTC)."""
     from assets.partitions import LOG_START_DATE
@@ -81,15 +85,15 @@ def check_turn_day(day: str) -> None:
     try:
         d = Date.fromisoformat(day)
     except ValueError:
-        raise ValueError(f"--day {day!r} is not a date (YYYY-MM-DD)") from None
+        raise TurnDayError(f"--day {day!r} is not a date (YYYY-MM-DD)") from None
     today = datetime.now(timezone.utc).date()
     if d > today:
-        raise ValueError(
+        raise TurnDayError(
             f"the turn's day {day} is after today ({today}, UTC): a day is a partition of production logs and "
             f"the next one opens tomorrow. Pass --day with a past day (from {LOG_START_DATE}) to run another "
             f"turn now, or let the daily schedule run tomorrow's.")
     if d < Date.fromisoformat(LOG_START_DATE):
-        raise ValueError(f"the turn's day {day} is before the first log partition ({LOG_START_DATE}, "
+        raise TurnDayError(f"the turn's day {day} is before the first log partition ({LOG_START_DATE}, "
                          "assets/partitions.py LOG_START_DATE)")
 
 
@@ -132,9 +136,9 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     from flywheel.evaluation.candidate import eval_dir, load_candidate_eval
 
     paths = FlywheelPaths.from_env().ensure()
-    defs, instance = build_definitions(), turn_instance()
     day = cfg.day or next_day(paths)
-    check_turn_day(day)
+    check_turn_day(day)  # before anything is built or written
+    defs, instance = build_definitions(), turn_instance()
     tags = {TURN_TAG: day}
     progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
     served_by = write_production_traffic(day, cfg, paths)

@@ -1,8 +1,9 @@
 """Progress bars for long work (SFT, RL steps), on stderr and only where a person watches.
 
-A bar shows on an interactive terminal (`make flywheel`, the CLI); in Dagster runs, CI logs and
-pipes it stays quiet (the asset metadata and MLflow carry the numbers). `FLYWHEEL_PROGRESS=1`
-forces bars on, `=0` off.
+A bar shows when stderr is an interactive terminal (`flywheel train`, the learning proof); in CI
+logs and pipes it stays quiet, and inside Dagster steps (`flywheel turn`, the UI) stderr goes to the
+compute logs (the asset metadata and MLflow carry the numbers). `FLYWHEEL_PROGRESS=1` forces bars
+on, `=0` off.
 """
 
 from __future__ import annotations

@@ -291,9 +291,9 @@ def test_parallel_prefilter_and_part_files_match_one_thread(tmp_path, monkeypatc
     assert seen[1][3] == seen[3][3]
 
 
-def test_duplicates_in_the_next_batch_are_caught_while_it_is_prefetched(tmp_path, wh):
-    """The local Parquet path reads batch k+1 while batch k is written: a key stored by batch k that
-    repeats in batch k+1 (or k+2) is still a duplicate, counted once, never stored twice."""
+def test_a_key_stored_by_one_batch_is_a_duplicate_in_the_next(tmp_path, wh):
+    """Batch k+1 is anti-joined against the keys batch k just stored: a key of batch k that repeats in
+    batch k+1 (or k+2) is a duplicate, counted once, never stored twice."""
     from flywheel.logs.synthetic import synthetic_table
 
     t = synthetic_table(0, 1000, 5)

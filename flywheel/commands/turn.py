@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         if e.name in ("assets", "assets.turn"):
             return fail("`flywheel turn` runs the project's Dagster code location: run it from the project root")
         raise
-    from assets.turn import parse_override
+    from assets.turn import TurnDayError, parse_override
 
     overrides: dict[str, dict] = {}
     try:
@@ -69,16 +69,12 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(msg, flush=True)
 
-    try:
-        from assets.turn import check_turn_day, next_day
-        from flywheel.paths import FlywheelPaths
-
-        check_turn_day(args.day or next_day(FlywheelPaths.from_env()))
-    except ValueError as e:
+    try:  # run_turn checks the day before it writes anything
+        summary = run_turn(TurnConfig(day=args.day, base_model=args.base_model, records=args.records,
+                                      seed=args.seed, train_budget_s=args.train_budget, overrides=overrides),
+                           progress=progress, log_level=args.log_level.upper())
+    except TurnDayError as e:
         return fail(str(e))
-    summary = run_turn(TurnConfig(day=args.day, base_model=args.base_model, records=args.records,
-                                  seed=args.seed, train_budget_s=args.train_budget, overrides=overrides),
-                       progress=progress, log_level=args.log_level.upper())
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     emit(args, summary, format_summary(summary) + f"\n\nturn took {summary['wall_s']} s")
     return 0
