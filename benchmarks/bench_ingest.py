@@ -47,6 +47,25 @@ def copy_floor_s(src: Path, dst: Path, threads: int) -> float:
     return time.perf_counter() - t0
 
 
+def checks_floor_s(src: Path, threads: int) -> float:
+    """Seconds DuckDB takes to run ingest's per-byte checks on `src` in one pass that writes nothing:
+    read every column, validate the JSON columns, run the redaction prefilter, hash the ids."""
+    import duckdb
+
+    from flywheel.logs.redact import prefilter_regex
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    cols = [c for c in ("messages", "outcome", "reference", "extra")
+            if c in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{src}')").to_arrow_table()["column_name"].to_pylist()]
+    pre = " OR ".join(f"regexp_matches({c}, '{prefilter_regex(c)}')" for c in cols)
+    valid = " AND ".join(f"coalesce(json_valid({c}), true)" for c in cols)
+    t0 = time.perf_counter()
+    con.execute(f"SELECT count(*) FILTER (WHERE {valid}), count(*) FILTER (WHERE {pre}), count(DISTINCT hash(id)) "
+                f"FROM read_parquet('{src}')").fetchall()
+    return time.perf_counter() - t0
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -73,6 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
         # the floor, in a child process (its memory is not ingest's): DuckDB copying the same file
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             copy_s = pool.apply(copy_floor_s, (src, Path(d) / "copy.parquet", args.threads))
+            checks_s = pool.apply(checks_floor_s, (src, args.threads))
     rate = rep.lines_read / secs
     print(f"generated {args.rows:,} rows ({size_mib:.0f} MiB Parquet) in {gen_s:.1f} s")
     print(f"ingest:    {rate:>12,.0f} rows/s  ({secs:.2f} s; ingested {rep.ingested:,}, "
@@ -81,6 +101,9 @@ def main(argv: list[str] | None = None) -> dict:
     copy_rate = args.rows / copy_s
     print(f"floor:     {copy_rate:>12,.0f} rows/s  (DuckDB copying the file Parquet -> Parquet alone, {copy_s:.2f} s; "
           f"ingest = {rate / copy_rate:.2f}x of it)")
+    checks_rate = args.rows / checks_s
+    print(f"checks:    {checks_rate:>12,.0f} rows/s  (ingest's checks alone in one DuckDB pass writing nothing: read, "
+          f"validate JSON, prefilter, hash ids; {checks_s:.2f} s)")
     per_cpu = rep.lines_read / cpu
     print(f"CPU:       {cpu:.2f} CPU-s = {per_cpu:,.0f} rows per CPU-second "
           f"(x{args.threads} cores = {per_cpu * args.threads:,.0f} rows/s if the cores were not shared)")
@@ -88,7 +111,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"peak RSS {peak_rss_mib():.0f} MiB (target < 2048)")
     out = {"rows": args.rows, "ingest_rows_per_s": round(rate), "reingest_rows_per_s": round(rep2.lines_read / re_secs),
            "ingest_rows_per_cpu_s": round(per_cpu),
-           "copy_floor_rows_per_s": round(copy_rate), "ingest_vs_copy_floor": round(rate / copy_rate, 2), "peak_rss_mib": round(peak_rss_mib(), 1),
+           "copy_floor_rows_per_s": round(copy_rate), "ingest_vs_copy_floor": round(rate / copy_rate, 2),
+           "checks_floor_rows_per_s": round(checks_rate), "peak_rss_mib": round(peak_rss_mib(), 1),
            "redactions": rep.redactions, "load_avg_1m": round(os.getloadavg()[0], 2)}
     print(json.dumps(out))
     return out

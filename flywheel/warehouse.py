@@ -6,9 +6,8 @@ Table layout is a contract read by mining, the UI and users' own SQL:
   outcome, reference, extra`) plus `log_date, source_file, source_line, ingested_at, redactions`.
   Only clean, redacted, deduplicated rows; `id` is unique. It is a VIEW over Parquet files next
   to the DuckDB file (`<warehouse>_data/task_logs/YYYY-MM-DD/part-<run>-<seq>.parquet`), one folder per
-  day: writing Parquet is several times cheaper than DuckDB's compressed native storage, which is
-  what lets ingest reach ~1M rows/s on two cores, and day folders make a partition easy to find,
-  copy or delete. Query it like any table.
+  day: writing Parquet is several times cheaper than inserting into DuckDB's compressed native
+  storage, and day folders make a partition easy to find, copy or delete. Query it like any table.
 - `task_log_ids`: every id in `task_logs` (native table), the key ingest anti-joins against so
   that re-ingest adds nothing.
 - `quarantine`: every line that could not be ingested, with where it came from and why.

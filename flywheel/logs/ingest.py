@@ -386,17 +386,16 @@ _OUT_COLS = (*FIELDS, "extra")
 
 def _keyed(sql: str, redact: bool) -> str:
     """Wrap a validation query into the one query a batch needs: key clean rows (content hash when
-    id-less), flag ids already in the warehouse (`seen`; the join is built on the batch side) and,
-    for new clean rows whose text passes the cheap prefilter (`hit`), redact in place and count per
-    kind (`r_<KIND>`; the originals `o_<col>` come along for the rare JSON-unsafe replacement)."""
+    id-less, `h` = its 64-bit hash for the stored-key lookup that follows) and, for clean rows whose
+    text passes the cheap prefilter (`hit`), redact in place and count per kind (`r_<KIND>`; the
+    originals `o_<col>` come along for the rare JSON-unsafe replacement)."""
     rest = ", ".join(c for c in _OUT_COLS if c != "id")
     hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if redact else "false"
     keyed = f"""
-    SELECT v.line_no, v.err, v.raw, v.id, {rest}, k.id IS NOT NULL AS seen,
-           CASE WHEN v.err IS NULL AND k.id IS NULL THEN {hit} ELSE false END AS hit
+    SELECT v.line_no, v.err, v.raw, v.id, {rest}, hash(v.id) AS h,
+           CASE WHEN v.err IS NULL THEN {hit} ELSE false END AS hit
     FROM (SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
           FROM ({sql}) v0) v
-    LEFT JOIN task_log_ids k ON v.id = k.id
     """
     if not redact:
         return keyed
@@ -410,20 +409,20 @@ def _keyed(sql: str, redact: bool) -> str:
     origs = ", ".join(f"CASE WHEN hit THEN {c} END AS o_{c}" for c in _TEXT_COLS)
     ok = " AND ".join(f"coalesce(json_valid({c}), true)" for c in _TEXT_COLS)
     return (f"SELECT *, CASE WHEN hit THEN {ok} ELSE true END AS red_ok FROM "
-            f"(SELECT line_no, err, raw, {plain}, {reds}, seen, hit, {counts}, {origs} FROM ({keyed}) w) x")
+            f"(SELECT line_no, err, raw, {plain}, {reds}, h, hit, {counts}, {origs} FROM ({keyed}) w) x")
 
 
 def _lean(sql: str, passthrough: tuple[str, ...]) -> str:
-    """The Parquet batch query: validation, key, `seen` and a 64-bit hash of the key -- but NOT the
-    big JSON text columns that are already strings in the file (`passthrough`): those never
-    round-trip through DuckDB; Python takes them straight from the Arrow batch."""
+    """The Parquet batch query: validation, key and a 64-bit hash of the key -- but NOT the big JSON
+    text columns that are already strings in the file (`passthrough`): those never round-trip through
+    DuckDB; Python takes them straight from the Arrow batch. Stored keys are looked up afterwards on
+    the narrow (line_no, h, id) columns alone (`_Loader._drop_stored`): joining `task_log_ids` here
+    would build the join's hash table out of the batch's whole rows, text and all."""
     rest = ", ".join(c for c in _OUT_COLS if c not in ("id", *passthrough))
     return f"""
-    SELECT v.line_no, v.err, v.raw, v.id, {rest}, v.h, k.h IS NOT NULL AS seen
-    FROM (SELECT *, hash(id) AS h FROM (
-          SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
-          FROM ({sql}) v0)) v
-    LEFT JOIN task_log_ids k ON v.h = k.h
+    SELECT line_no, err, raw, id, {rest}, hash(id) AS h FROM (
+        SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
+        FROM ({sql}) v0)
     """
 
 
@@ -690,9 +689,6 @@ class _Loader:
             except duckdb.Error as e:  # corrupt page / row group: say where, keep going
                 self._file_error(src, f"Parquet read failed after row {a}: {e}")
                 return
-            if len(cand) > b - a:  # two stored keys with the same hash joined a row twice
-                _, first = np.unique(cand["line_no"].to_numpy(), return_index=True)
-                cand = cand.take(pa.array(np.sort(first)))
             if len(cand) != b - a:
                 raise AssertionError(f"read {len(cand)} rows of {src.name} [{a}, {b}), expected {b - a} (a bug)")
             self.report.lines_read += b - a
@@ -724,9 +720,7 @@ class _Loader:
         n_clean = len(cand)
         if not n_clean:
             return
-        if pc.any(cand["seen"]).as_py():
-            cand = cand.filter(pc.invert(cand["seen"]))
-        new = cand
+        new = self._drop_stored(cand)
         if len(new) and self._query("SELECT count(DISTINCT id) FROM _n", _n=new.select(["id"]))[0][0].as_py() < len(new):
             # the same id twice in this batch: keep its first line
             first = pa.table({"id": new["id"], "i": np.arange(len(new))}).group_by("id").aggregate([("i", "min")])
@@ -751,8 +745,7 @@ class _Loader:
         n_clean = len(cand)
         if not n_clean:
             return
-        if pc.any(cand["seen"]).as_py():  # same hash as a stored key: drop the rows whose id really is stored
-            cand = self._drop_stored(cand)
+        cand = self._drop_stored(cand)
         if len(cand):
             h = cand["h"].to_numpy()
             hs = np.sort(h)
@@ -778,10 +771,14 @@ class _Loader:
         self.report.duplicates += n_clean - n
 
     def _drop_stored(self, cand: pa.Table) -> pa.Table:
-        """`seen` says a key with the same 64-bit hash is in `task_log_ids`: keep the rows whose id
-        is not actually there (a hash collision), drop the rest (duplicates)."""
-        seen = cand.filter(cand["seen"]).select(["line_no", "id"])
-        stored = self._query("SELECT s.line_no FROM _s s SEMI JOIN task_log_ids k ON s.id = k.id", _s=seen)
+        """`cand` without the rows whose id is already in `task_log_ids` (duplicates). The join runs
+        on the narrow key columns only, and on the 64-bit hash first, so it stays cheap however large
+        the batch's text or the warehouse's history."""
+        keys = cand.select(["line_no", "h", "id"])
+        stored = self._query("SELECT s.line_no FROM _s s SEMI JOIN task_log_ids k ON s.h = k.h AND s.id = k.id",
+                             _s=keys)
+        if not len(stored):
+            return cand
         drop = pc.is_in(cand["line_no"], value_set=stored["line_no"].combine_chunks())
         return cand.filter(pc.invert(drop))
 
