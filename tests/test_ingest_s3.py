@@ -8,6 +8,7 @@ the production code path end to end.
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -28,6 +29,8 @@ def s3(monkeypatch):
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    # moto keeps its buckets per process, not per server: start every test from an empty store
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")).close()
     fs = pafs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", region="us-east-1",
                            allow_bucket_creation=True)
     fs.create_dir("logs")
@@ -86,3 +89,19 @@ def test_missing_s3_prefix_is_a_clear_error(s3, tmp_path, capsys):
     _, query = s3
     assert main(["ingest", f"s3://logs/2030-01-01/?{query}", "--warehouse", str(tmp_path / "w.duckdb")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_daily_asset_reads_its_partition_from_s3(s3, flywheel_home):
+    import dagster as dg
+
+    from assets.logs import raw_task_logs
+    from tests.test_assets_logs import line, resources
+
+    fs, query = s3
+    _put(fs, "logs/2026-12-02/traffic.jsonl", ("\n".join(line(i) for i in range(3)) + "\n{oops\n").encode())
+    res = resources(flywheel_home.home, f"s3://logs/{{date}}/?{query}")
+    meta = dg.materialize([raw_task_logs], partition_key="2026-12-02", resources=res) \
+        .asset_materializations_for_node("raw_task_logs")[0].metadata
+    assert (meta["ingested"].value, meta["quarantined"].value) == (3, 1)
+    with pytest.raises(dg.Failure, match="no raw logs for 2026-12-03"):
+        dg.materialize([raw_task_logs], partition_key="2026-12-03", resources=res)
