@@ -27,3 +27,12 @@ def progress_bar(total: int, desc: str, unit: str = " step", initial: int = 0) -
 
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, leave=False,
                 mininterval=0.5, dynamic_ncols=True, disable=not progress_enabled())
+
+
+def quiet_transformers_bars() -> None:
+    """transformers draws bars of its own (loading weights, writing shards); hide them wherever ours
+    are hidden, so a turn's output and CI logs stay readable. Never turns them on."""
+    if not progress_enabled():
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from flywheel.progress import quiet_transformers_bars
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -37,6 +39,7 @@ def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
     """(model, tokenizer) from a local checkpoint folder; eval mode unless `trainable`."""
     from transformers import AutoModelForCausalLM
 
+    quiet_transformers_bars()
     p = Path(path)
     if not is_checkpoint_dir(p):
         raise FileNotFoundError(f"{p} is not a Hugging Face checkpoint folder (config.json + *.safetensors)")

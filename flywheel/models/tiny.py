@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from flywheel.models.sft import SftConfig, supervised_finetune
+from flywheel.progress import quiet_transformers_bars
 
 RECIPE_FILE, BUILD_FILE = "flywheel_recipe.json", "flywheel_build.json"
 
@@ -235,6 +236,7 @@ def build_tiny_model(out_dir: str | Path, recipe: TinyModelRecipe | None = None,
         model = build_model(recipe, len(tok), tok.pad_token_id, tok.eos_token_id, tok.bos_token_id)
         supervised_finetune(model, tok, mix, recipe.sft)
         out.mkdir(parents=True, exist_ok=True)
+        quiet_transformers_bars()
         model.save_pretrained(out)
         tok.save_pretrained(out)
         rates = measure_pass_rates(model, tok, recipe.eval_n, recipe.eval_k, seed=recipe.seed) if recipe.eval_n else {}

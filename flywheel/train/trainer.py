@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from flywheel.paths import FlywheelPaths
-from flywheel.progress import progress_bar
+from flywheel.progress import progress_bar, quiet_transformers_bars
 from flywheel.rollout.scheduler import BatchStats, Group, TaskScheduler
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
@@ -404,6 +404,7 @@ def train_rlvr(
 def save_policy(module: torch.nn.Module, tokenizer: Any, out: Path, info: Mapping[str, Any]) -> Path:
     """An HF folder (`save_pretrained`) plus `flywheel_train.json` saying how it was made."""
     out.mkdir(parents=True, exist_ok=True)
+    quiet_transformers_bars()
     module.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     (out / "flywheel_train.json").write_text(json.dumps(dict(info), indent=1, sort_keys=True, default=str))
