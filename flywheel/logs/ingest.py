@@ -60,7 +60,7 @@ class IngestOptions:
     max_line_bytes: int = field(default=16 << 20, metadata={"help": "a line larger than this is quarantined unparsed"})
     raw_preview_chars: int = field(default=2000, metadata={"help": "raw text kept per quarantined line"})
     parquet_batch_rows: int = field(default=262_144, metadata={"help": "rows per Parquet batch"})
-    jsonl_chunk_bytes: int = field(default=16 << 20, metadata={"help": "bytes per JSONL chunk"})
+    jsonl_chunk_bytes: int = field(default=64 << 20, metadata={"help": "bytes per JSONL chunk (one SQL query each)"})
     redact: bool = field(default=True, metadata={"help": "replace secrets and personal data"})
 
 
