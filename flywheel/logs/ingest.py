@@ -175,7 +175,7 @@ def _jsonl_sql(opts: IngestOptions) -> str:
     cap, P = opts.max_field_bytes, "line"
 
     def got(j: str) -> str:
-        return f"'got ' || json_type({j}).lower() || ' ' || left({j}, 80)"
+        return f"'got ' || lower(t_{j[2:]}) || ' ' || left({j}, 80)"
 
     checks: list[tuple[str, str, str | None, str]] = [
         (f"strlen(line) > {opts.max_line_bytes}", "line_too_large", None,
@@ -185,22 +185,22 @@ def _jsonl_sql(opts: IngestOptions) -> str:
          _msg(P, "'expected one JSON object per line, got ' || lower(top) || ' ' || left(line, 60)")),
     ]
     # id: optional, string or integer
-    checks.append(("j_id IS NOT NULL AND json_type(j_id) NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
+    checks.append(("j_id IS NOT NULL AND t_id NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
                    _msg(P, "'field ''id'': expected string or integer, ' || " + got("j_id"))))
     for f in REQUIRED_FIELDS:
         j = f"j_{f}"
         checks.append((f"{j} IS NULL", "missing_field", f, _msg(P, f"'missing required field ''{f}'''")))
-        checks.append((f"json_type({j}) = 'NULL'", "missing_field", f, _msg(P, f"'required field ''{f}'' is null'")))
+        checks.append((f"t_{f} = 'NULL'", "missing_field", f, _msg(P, f"'required field ''{f}'' is null'")))
     for f in ("timestamp", *STRING_FIELDS):
         j = f"j_{f}"
         want = "ISO-8601 string" if f == "timestamp" else "string"
-        checks.append((f"json_type(j_{f}) <> 'VARCHAR'", "wrong_type", f,
+        checks.append((f"t_{f} <> 'VARCHAR'", "wrong_type", f,
                        _msg(P, f"'field ''{f}'': expected {want}, ' || " + f"'got ' || left({j}, 80)")))
-        checks.append((f"({j}->>'$') = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty {want}, got \"\"'")))
+        checks.append((f"s_{f} = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty {want}, got \"\"'")))
     for f, want in JSON_FIELDS.items():
         j = f"j_{f}"
         if want:
-            checks.append((f"json_type({j}) <> '{want}'", "wrong_type", f,
+            checks.append((f"t_{f} <> '{want}'", "wrong_type", f,
                            _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, ' || " + got(j))))
     for f in FIELDS:
         checks.append((f"strlen(j_{f}) > {cap}", "field_too_large", f,
@@ -208,32 +208,35 @@ def _jsonl_sql(opts: IngestOptions) -> str:
     checks.append((f"strlen(x_extra) > {cap}", "field_too_large", "extra",
                    _msg(P, f"'unknown fields total ' || {_mib('strlen(x_extra)')} || ', over the per-field cap'")))
     checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
-                   _msg(P, "'field ''timestamp'': ''' || left(j_timestamp->>'$', 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
-    cols = ", ".join(f"v[{i + 1}] AS j_{f}" for i, f in enumerate(FIELDS))
+                   _msg(P, "'field ''timestamp'': ''' || left(s_timestamp, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+    cols = ", ".join(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}, s[{i + 1}] AS s_{f}" for i, f in enumerate(FIELDS))
     return f"""
     WITH a AS (
         SELECT line_no, line, json_valid(line) AS ok FROM _b
-    ), b AS (
-        SELECT line_no, line, ok,
-               CASE WHEN ok THEN json_type(line) END AS top,
-               CASE WHEN ok AND json_type(line) = 'OBJECT' THEN json_extract(line, {paths}) END AS v
-        FROM a
+    ), a2 AS (
+        SELECT line_no, line, ok, CASE WHEN ok THEN json_type(line) END AS top FROM a
+    ), b AS (  -- one pass each for the values, their JSON types and their unquoted strings (paths in FIELDS order)
+        SELECT line_no, line, ok, top,
+               CASE WHEN top = 'OBJECT' THEN json_extract(line, {paths}) END AS v,
+               CASE WHEN top = 'OBJECT' THEN json_type(line, {paths}) END AS t,
+               CASE WHEN top = 'OBJECT' THEN json_extract_string(line, {paths}) END AS s
+        FROM a2
     ), c AS (
         SELECT line_no, line, ok, top, {cols},
                CASE WHEN top = 'OBJECT' THEN nullif(json_merge_patch(line, '{known}')::VARCHAR, '{{}}') END AS x_extra
         FROM b
     ), d AS (
-        SELECT *, TRY_CAST(j_timestamp->>'$' AS TIMESTAMPTZ) AS ts FROM c
+        SELECT *, TRY_CAST(s_timestamp AS TIMESTAMPTZ) AS ts FROM c
     ), e AS (
         SELECT *, {_err_case(checks)} AS err FROM d
     )
     SELECT line_no, err,
            CASE WHEN err IS NOT NULL THEN left(line, {opts.raw_preview_chars}) END AS raw,
-           CASE WHEN json_type(j_id) = 'VARCHAR' THEN nullif(j_id->>'$', '')
-                WHEN json_type(j_id) IN ('BIGINT', 'UBIGINT') THEN j_id::VARCHAR END AS id,
-           ts AS timestamp, j_task_id->>'$' AS task_id, j_domain->>'$' AS domain, j_model->>'$' AS model,
+           CASE WHEN t_id = 'VARCHAR' THEN nullif(s_id, '')
+                WHEN t_id IN ('BIGINT', 'UBIGINT') THEN j_id::VARCHAR END AS id,
+           ts AS timestamp, s_task_id AS task_id, s_domain AS domain, s_model AS model,
            j_messages::VARCHAR AS messages, j_outcome::VARCHAR AS outcome,
-           CASE WHEN json_type(j_reference) <> 'NULL' THEN j_reference::VARCHAR END AS reference,
+           CASE WHEN t_reference <> 'NULL' THEN j_reference::VARCHAR END AS reference,
            x_extra AS extra
     FROM e
     """
