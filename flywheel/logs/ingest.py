@@ -7,8 +7,10 @@ The contract, every call:
 - Input is streamed: JSONL in byte chunks (`jsonl_chunk_bytes`), Parquet in row ranges of
   `parquet_batch_rows` (local files are read by DuckDB's `read_parquet` itself; other filesystems
   through pyarrow record batches), so memory stays flat however large the logs grow.
-- Validation, canonicalization, hashing, redaction and dedupe run as DuckDB SQL over each whole
-  batch (vectorized); Python only touches the rare rows that need a precise message (invalid
+- Validation, canonicalization and hashing run as DuckDB SQL over each whole batch, the stored-key
+  lookup as a narrow join after it, the redaction prefilter as Arrow RE2 kernels in parallel
+  threads, and redaction in SQL on the rows the prefilter flags (all vectorized; JSONL and Parquet
+  batches share this path after validation); Python only touches the rare rows that need a precise message (invalid
   JSON, invalid UTF-8) or a JSON-safe redaction.
 - A bad line never stops the file: it goes to `quarantine` with its file, 1-based line (or
   Parquet row) number, a reason a person can act on and the raw text (truncated).
@@ -387,34 +389,6 @@ _HASH_SRC = ("concat_ws(chr(31), epoch_us(timestamp)::VARCHAR, task_id, domain, 
 _OUT_COLS = (*FIELDS, "extra")
 
 
-def _keyed(sql: str, redact: bool) -> str:
-    """Wrap a validation query into the one query a batch needs: key clean rows (content hash when
-    id-less, `h` = its 64-bit hash for the stored-key lookup that follows) and, for clean rows whose
-    text passes the cheap prefilter (`hit`), redact in place and count per kind (`r_<KIND>`; the
-    originals `o_<col>` come along for the rare JSON-unsafe replacement)."""
-    rest = ", ".join(c for c in _OUT_COLS if c != "id")
-    hit = " OR ".join(f"coalesce({R.sql_any(c)}, false)" for c in _TEXT_COLS) if redact else "false"
-    keyed = f"""
-    SELECT v.line_no, v.err, v.raw, v.id, {rest}, hash(v.id) AS h,
-           CASE WHEN v.err IS NULL THEN {hit} ELSE false END AS hit
-    FROM (SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
-          FROM ({sql}) v0) v
-    """
-    if not redact:
-        return keyed
-    plain = ", ".join(c for c in _OUT_COLS if c not in _TEXT_COLS)
-    reds = ", ".join(f"CASE WHEN hit THEN {R.sql_redact(c)} ELSE {c} END AS {c}" for c in _TEXT_COLS)
-    counts = ", ".join(
-        f"CASE WHEN hit THEN {' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k, c) for c in _TEXT_COLS)}"
-        f" ELSE 0 END AS r_{k}"
-        for k in R.KINDS
-    )
-    origs = ", ".join(f"CASE WHEN hit THEN {c} END AS o_{c}" for c in _TEXT_COLS)
-    ok = " AND ".join(f"coalesce(json_valid({c}), true)" for c in _TEXT_COLS)
-    return (f"SELECT *, CASE WHEN hit THEN {ok} ELSE true END AS red_ok FROM "
-            f"(SELECT line_no, err, raw, {plain}, {reds}, h, hit, {counts}, {origs} FROM ({keyed}) w) x")
-
-
 def _lean(sql: str, passthrough: tuple[str, ...]) -> str:
     """The Parquet batch query: validation, key and a 64-bit hash of the key -- but NOT the big JSON
     text columns that are already strings in the file (`passthrough`): those never round-trip through
@@ -596,7 +570,7 @@ class _Loader:
         self.log_date = log_date
         self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
         self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        self._jsonl_sql = _keyed(_jsonl_sql(opts), opts.redact)
+        self._jsonl_sql = _lean(_jsonl_sql(opts), ())
         self.out = _PartWriter(task_logs_dir(con), report.run_id)
 
     # -- readers ------------------------------------------------------------------------------
@@ -713,29 +687,15 @@ class _Loader:
             for name in tables:
                 self.con.unregister(name)
 
-    def _batch(self, src: SourceFile, table: pa.Table, sql: str, lines: pa.Table | None) -> None:
-        """Validate, quarantine, key, dedupe, redact and write one batch."""
+    def _batch(self, src: SourceFile, table: pa.Table, sql: str, lines: pa.Table) -> None:
+        """One JSONL chunk: validated and keyed by DuckDB; bad lines quarantined with the precise
+        JSON error (from the raw `lines`), the rest finished like a Parquet batch."""
         cand = self._query(sql, _b=table)
         bad = pc.is_valid(cand["err"])
         if pc.any(bad).as_py():
             self._quarantine_from_cand(src, cand.filter(bad), lines)
             cand = cand.filter(pc.invert(bad))
-        n_clean = len(cand)
-        if not n_clean:
-            return
-        new = self._drop_stored(cand)
-        if len(new) and self._query("SELECT count(DISTINCT id) FROM _n", _n=new.select(["id"]))[0][0].as_py() < len(new):
-            # the same id twice in this batch: keep its first line
-            first = pa.table({"id": new["id"], "i": np.arange(len(new))}).group_by("id").aggregate([("i", "min")])
-            new = new.take(np.sort(first["i_min"].to_numpy()))
-        if self.opts.redact:
-            new = self._finish_redaction(new)
-        else:
-            new = new.append_column("redactions", pa.array(np.zeros(len(new), np.int32)))
-        if len(new):
-            self._write(src, new)
-        self.report.ingested += len(new)
-        self.report.duplicates += n_clean - len(new)
+        self._parquet_batch(src, None, cand, (), 0)
 
     def _parquet_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
                        base: int) -> None:

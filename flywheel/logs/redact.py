@@ -4,7 +4,7 @@ Each finding is replaced by a placeholder such as `[REDACTED:EMAIL]` and counted
 patterns run in two places:
 
 - vectorized, as DuckDB `regexp_replace` over the JSON text columns during ingest (the fast path,
-  see `sql_redact` / `sql_count` / `sql_any`);
+  see `sql_redact` / `sql_count`), on the rows that Arrow's RE2 prefilter (`prefilter_regex`) flags;
 - in Python over decoded JSON string values (`redact_json_text`), for the few rows where a
   replacement on JSON text would cut through an escape sequence such as `\\n` and leave invalid
   JSON. Ingest checks `json_valid` after the fast path and falls back per row.
