@@ -645,7 +645,7 @@ class _Loader:
             t = pa.Table.from_batches(t.to_batches(max_chunksize=_SCAN_CHUNK))  # zero-copy; lets DuckDB scan in parallel
             done += n
             self.report.lines_read += n
-            self._parquet_batch(src, t, self._query(lean, _b=t), passthrough, done - n)
+            self._finish_batch(src, t, self._query(lean, _b=t), passthrough, done - n)
             if self.progress:
                 self.progress(n)
 
@@ -669,7 +669,7 @@ class _Loader:
             if len(cand) != b - a:
                 raise AssertionError(f"read {len(cand)} rows of {src.name} [{a}, {b}), expected {b - a} (a bug)")
             self.report.lines_read += b - a
-            self._parquet_batch(src, None, cand, (), a)
+            self._finish_batch(src, None, cand, (), a)
             if self.progress:
                 self.progress(b - a)
 
@@ -695,11 +695,11 @@ class _Loader:
         if pc.any(bad).as_py():
             self._quarantine_from_cand(src, cand.filter(bad), lines)
             cand = cand.filter(pc.invert(bad))
-        self._parquet_batch(src, None, cand, (), 0)
+        self._finish_batch(src, None, cand, (), 0)
 
-    def _parquet_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
+    def _finish_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
                        base: int) -> None:
-        """One Parquet batch, validated and keyed by DuckDB (`cand`): quarantine, dedupe, redact the
+        """One batch (Parquet, or a JSONL chunk), validated and keyed by DuckDB (`cand`): quarantine, dedupe, redact the
         rare prefilter hits, write. Columns in `passthrough` are taken from the Arrow batch `t`."""
         bad = pc.is_valid(cand["err"])
         if pc.any(bad).as_py():
