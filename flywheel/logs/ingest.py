@@ -176,8 +176,8 @@ def _jsonl_sql(opts: IngestOptions) -> str:
     known = "{" + ",".join(f'"{f}":null' for f in FIELDS) + "}"
     cap, P = opts.max_field_bytes, "line"
 
-    def got(j: str) -> str:
-        return f"'got ' || lower(t_{j[2:]}) || ' ' || left({j}, 80)"
+    def got(f: str) -> str:
+        return f"'got ' || lower(t_{f}) || ' ' || left(j_{f}, 80)"
 
     checks: list[tuple[str, str, str | None, str]] = [
         (f"strlen(line) > {opts.max_line_bytes}", "line_too_large", None,
@@ -188,7 +188,7 @@ def _jsonl_sql(opts: IngestOptions) -> str:
     ]
     # id: optional, string or integer
     checks.append(("j_id IS NOT NULL AND t_id NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
-                   _msg(P, "'field ''id'': expected string or integer, ' || " + got("j_id"))))
+                   _msg(P, "'field ''id'': expected string or integer, ' || " + got("id"))))
     for f in REQUIRED_FIELDS:
         j = f"j_{f}"
         checks.append((f"{j} IS NULL", "missing_field", f, _msg(P, f"'missing required field ''{f}'''")))
@@ -200,10 +200,9 @@ def _jsonl_sql(opts: IngestOptions) -> str:
                        _msg(P, f"'field ''{f}'': expected {want}, ' || " + f"'got ' || left({j}, 80)")))
         checks.append((f"s_{f} = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty {want}, got \"\"'")))
     for f, want in JSON_FIELDS.items():
-        j = f"j_{f}"
         if want:
             checks.append((f"t_{f} <> '{want}'", "wrong_type", f,
-                           _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, ' || " + got(j))))
+                           _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, ' || " + got(f))))
     for f in FIELDS:
         checks.append((f"strlen(j_{f}) > {cap}", "field_too_large", f,
                        _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen(j_{f})')} || ', over the {cap / 1048576:.1f} MiB per-field cap (max_field_bytes)'")))
@@ -215,7 +214,8 @@ def _jsonl_sql(opts: IngestOptions) -> str:
     return f"""
     WITH a AS (
         SELECT line_no, line, json_valid(line) AS ok FROM _b
-    ), a2 AS (
+    ), a2 AS (  -- `top` in its own step: were json_type(line) repeated in b's guards, DuckDB would hoist
+                --  the shared call out of the CASEs and run it on malformed lines too (an error)
         SELECT line_no, line, ok, CASE WHEN ok THEN json_type(line) END AS top FROM a
     ), b AS (  -- one pass each for the values, their JSON types and their unquoted strings (paths in FIELDS order)
         SELECT line_no, line, ok, top,
@@ -612,7 +612,7 @@ class _Loader:
         if bad:
             self._quarantine_rows(bad)
         if len(batch):
-            self._batch(src, batch, self._jsonl_sql, batch)
+            self._finish_batch(src, None, self._query(self._jsonl_sql, _b=batch), (), 0, lines=batch)
         if self.progress:
             self.progress(len(batch) + len(bad))
 
@@ -687,23 +687,14 @@ class _Loader:
             for name in tables:
                 self.con.unregister(name)
 
-    def _batch(self, src: SourceFile, table: pa.Table, sql: str, lines: pa.Table) -> None:
-        """One JSONL chunk: validated and keyed by DuckDB; bad lines quarantined with the precise
-        JSON error (from the raw `lines`), the rest finished like a Parquet batch."""
-        cand = self._query(sql, _b=table)
+    def _finish_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
+                      base: int, lines: pa.Table | None = None) -> None:
+        """One batch (Parquet, or a JSONL chunk), validated and keyed by DuckDB (`cand`): quarantine, dedupe,
+        redact the rare prefilter hits, write. Columns in `passthrough` are taken from the Arrow batch `t`;
+        a JSONL chunk passes its raw `lines`, so an invalid line's quarantine reason says where the JSON breaks."""
         bad = pc.is_valid(cand["err"])
         if pc.any(bad).as_py():
             self._quarantine_from_cand(src, cand.filter(bad), lines)
-            cand = cand.filter(pc.invert(bad))
-        self._finish_batch(src, None, cand, (), 0)
-
-    def _finish_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
-                       base: int) -> None:
-        """One batch (Parquet, or a JSONL chunk), validated and keyed by DuckDB (`cand`): quarantine, dedupe, redact the
-        rare prefilter hits, write. Columns in `passthrough` are taken from the Arrow batch `t`."""
-        bad = pc.is_valid(cand["err"])
-        if pc.any(bad).as_py():
-            self._quarantine_from_cand(src, cand.filter(bad), None)
             cand = cand.filter(pc.invert(bad))
         n_clean = len(cand)
         if not n_clean:
