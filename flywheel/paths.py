@@ -1,22 +1,33 @@
-"""Where the embedded default keeps its state: one folder, `$FLYWHEEL_HOME` (default `./.flywheel`)."""
+"""Where one flywheel installation keeps its state: one home folder, plus an optional MLflow server.
+
+The library takes a `FlywheelPaths` as an argument and never reads the environment itself; the
+CLI builds one with `flywheel.commands.storage.storage_from_env()`, Dagster with `StorageResource`.
+"""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 
 @dataclass(frozen=True)
 class FlywheelPaths:
-    """Every on-disk location of one flywheel installation, derived from its home folder."""
+    """Every location of one flywheel installation: derived from `home`, except two overrides.
+
+    `tracking_uri`: an MLflow server (empty = SQLite under `home`); `releases_dir`: the folder
+    new base-model checkpoints are dropped into (None = `home/models/base`).
+    """
 
     home: Path
+    tracking_uri: str = ""
+    releases_dir: Path | None = None
 
     @classmethod
-    def from_env(cls, home: str | os.PathLike[str] | None = None) -> FlywheelPaths:
-        root = Path(home or os.environ.get("FLYWHEEL_HOME", ".flywheel")).resolve()
-        return cls(home=root)
+    def from_env(cls, home: str | None = None) -> FlywheelPaths:  # TEMPORARY: deleted once callers use storage_from_env
+        from flywheel.commands.storage import storage_from_env
+
+        env = storage_from_env()
+        return cls(home=Path(home).resolve(), tracking_uri=env.tracking_uri) if home else env
 
     @property
     def warehouse(self) -> Path:
@@ -30,8 +41,8 @@ class FlywheelPaths:
 
     @property
     def mlflow_uri(self) -> str:
-        """MLflow tracking and registry store: local SQLite."""
-        return f"sqlite:///{self.home / 'mlflow.db'}"
+        """The one MLflow tracking and registry URI: the server when one is set, else SQLite under home."""
+        return self.tracking_uri or f"sqlite:///{self.home / 'mlflow.db'}"
 
     @property
     def mlflow_artifacts(self) -> Path:
@@ -41,6 +52,16 @@ class FlywheelPaths:
     def models(self) -> Path:
         """Base models (`models/base/<release>`) and trained policies (`models/policies/<run>`)."""
         return self.home / "models"
+
+    @property
+    def base_models(self) -> Path:
+        """Where base-model releases are built or unpacked: `models/base/<release>`."""
+        return self.models / "base"
+
+    @property
+    def releases(self) -> Path:
+        """The folder the release sensor watches for new base-model checkpoints."""
+        return self.releases_dir or self.base_models
 
     @property
     def checkpoints(self) -> Path:
