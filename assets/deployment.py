@@ -6,7 +6,7 @@ import dagster as dg
 
 from assets.evaluation import policy_path
 from assets.partitions import base_models
-from flywheel.registry.mlflow_registry import GateConfig
+from flywheel.registry.gate import GateConfig
 from resources.mlflow import MlflowResource
 
 OWNERS = ["team:flywheel-deploy"]
@@ -15,14 +15,14 @@ OWNERS = ["team:flywheel-deploy"]
 class DeployConfig(dg.Config):
     """The promotion gate (`.to_lib()` -> `GateConfig`) and the serving shape."""
 
+    primary: str = "overall"
     margin: float = 0.0
-    tolerance: float = 0.05
-    require_significant: bool = False
+    non_inferiority: float = 0.10
     serving_gpus: int = 1
     serving_gpu_kind: str = ""
 
     def to_lib(self) -> GateConfig:
-        return GateConfig(margin=self.margin, tolerance=self.tolerance, require_significant=self.require_significant)
+        return GateConfig(primary=self.primary, margin=self.margin, non_inferiority=self.non_inferiority)
 
 
 def training_lineage(context: dg.AssetExecutionContext, release: str) -> tuple[str | None, list[str]]:
@@ -48,8 +48,8 @@ def training_lineage(context: dg.AssetExecutionContext, release: str) -> tuple[s
         description="The champion served now is not worse than the base model it replaced in any domain.")],
     description="Registers the candidate as a version of `flywheel-policy` in the MLflow registry with its "
                 "lineage (base model, log partitions, training run, eval run) and moves the `champion` alias "
-                "to it only if it beats the champion by the margin with no domain regression beyond "
-                "tolerance. Writes serving.json/yaml (vLLM args, default + fast) next to the model. "
+                "to it only if the paired CI of the primary metric is above the margin and every domain is "
+                "non-inferior (the gate: flywheel.registry.gate). Writes serving.json/yaml (vLLM args, default + fast) next to the model. "
                 "`flywheel rollback` undoes a promotion.",
 )
 def deployed_model(
@@ -67,7 +67,7 @@ def deployed_model(
         gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind), paths=paths,
         tracking_uri=mlflow.uri(), extra_lineage={"dagster_run_id": context.run_id},
     )
-    ok, details = champion_regression(mlflow.uri(), tolerance=config.tolerance)
+    ok, details = champion_regression(mlflow.uri(), tolerance=config.non_inferiority)
     context.log.info(res.decision.reason)
     return dg.MaterializeResult(
         metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,

@@ -10,7 +10,8 @@ import pytest
 from flywheel.evaluation.runner import EvalReport, TaskResult, aggregate, compare
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
-from flywheel.registry.mlflow_registry import GateConfig, Registry, decide, promote_if_better, rollback
+from flywheel.registry.gate import GateConfig, decide
+from flywheel.registry.mlflow_registry import Registry, promote_if_better, rollback
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
 
 CFG = EvalConfig(n_samples=2, n_boot=200)
@@ -53,12 +54,12 @@ REGRESSED = report("cand", {"math": [GOOD] * 10, "code": [BAD] * 6})  # better o
 
 
 def test_gate_is_a_pure_decision():
-    ok, why = decide(compare(BETTER, BASE), GateConfig(margin=0.1))
+    ok, why = decide(compare(BETTER, BASE), GateConfig(margin=0.02))
     assert ok and "promoted" in why
     ok, why = decide(compare(BETTER, BASE), GateConfig(margin=0.5))
     assert not ok and "margin 0.500" in why
-    ok, why = decide(compare(REGRESSED, BASE), GateConfig(tolerance=0.05))
-    assert decide(compare(REGRESSED, BASE), GateConfig(tolerance=0.5))[0]  # tolerance is the gate's
+    ok, why = decide(compare(REGRESSED, BASE), GateConfig(non_inferiority=0.05))
+    assert decide(compare(REGRESSED, BASE), GateConfig(non_inferiority=0.6))[0]  # the margin is the gate's
     assert not ok and "code regressed by 0.333" in why
     ok, why = decide(compare(BASE, BASE), GateConfig())
     assert not ok and "+0.000" in why

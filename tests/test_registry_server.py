@@ -15,7 +15,8 @@ import pytest
 
 from flywheel.evaluation.runner import compare
 from flywheel.paths import FlywheelPaths
-from flywheel.registry.mlflow_registry import GateConfig, Registry, promote_if_better, rollback
+from flywheel.registry.gate import GateConfig
+from flywheel.registry.mlflow_registry import Registry, promote_if_better, rollback
 from tests.test_registry import BASE, BETTER, REGRESSED, seed_mlflow_db
 
 

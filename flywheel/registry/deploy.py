@@ -11,14 +11,8 @@ from typing import Any
 
 from flywheel.gpu import GpuSpec
 from flywheel.paths import FlywheelPaths
-from flywheel.registry.mlflow_registry import (
-    DEFAULT_MODEL_NAME,
-    GateConfig,
-    ModelRef,
-    PromotionDecision,
-    Registry,
-    promote_if_better,
-)
+from flywheel.registry.gate import GateConfig, PromotionDecision
+from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, ModelRef, Registry, promote_if_better
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.evaluation.runner import Comparison
+from flywheel.registry.gate import GateConfig, PromotionDecision, decide, not_non_inferior
 
 DEFAULT_MODEL_NAME = "flywheel-policy"
 CHAMPION = "champion"
@@ -53,35 +54,6 @@ class ModelRef:
         return self.tags.get("flywheel.role") == "base"
 
 
-@dataclass(frozen=True)
-class GateConfig:
-    """The promotion gate: beat the champion overall by more than `margin` (pass@1), drop no domain by more than `tolerance`."""
-
-    margin: float = field(default=0.0, metadata={"help": "overall pass@1 gain needed (strictly more than this)"})
-    tolerance: float = field(default=0.05, metadata={"help": "largest per-domain pass@1 drop allowed"})
-    require_significant: bool = field(
-        default=False, metadata={"help": "also require the overall gain's CI lower bound > 0"}
-    )
-
-
-@dataclass(frozen=True)
-class PromotionDecision:
-    """What the gate decided and why, in one sentence a person can act on."""
-
-    promoted: bool
-    reason: str
-    candidate: str
-    champion_before: str | None
-    champion_after: str | None
-    overall_diff: float | None = None
-    regressions: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["regressions"] = list(self.regressions)
-        return d
-
-
 def snapshot_checkpoint(src: Path, root: Path) -> Path:
     """An immutable copy of checkpoint folder `src` under `root`.
 
@@ -95,30 +67,6 @@ def snapshot_checkpoint(src: Path, root: Path) -> Path:
     dst = root / f"{src.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
     shutil.copytree(src, dst)
     return dst
-
-
-def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
-    """The gate as a pure function of a comparison: (promote?, reason)."""
-    if comparison is None:
-        return True, "no champion yet: the first candidate becomes champion"
-    overall = comparison.diffs["overall"]
-    regressions = [d for d, e in comparison.diffs.items() if d != "overall" and e.n and e.value < -gate.tolerance]
-    if regressions:
-        worst = min(regressions, key=lambda d: comparison.diffs[d].value)
-        e = comparison.diffs[worst]
-        return False, (f"kept {comparison.baseline}: {worst} regressed by {-e.value:.3f} pass@1 "
-                       f"(tolerance {gate.tolerance:.3f}; domains regressed: {', '.join(regressions)})")
-    if not overall.n:
-        return False, f"kept {comparison.baseline}: no shared tasks to compare on"
-    if overall.value <= gate.margin:
-        return False, (f"kept {comparison.baseline}: overall pass@1 change {overall.value:+.3f} "
-                       f"[{overall.lo:+.3f}, {overall.hi:+.3f}] does not beat the margin {gate.margin:.3f}")
-    if gate.require_significant and overall.lo <= 0:
-        return False, (f"kept {comparison.baseline}: overall gain {overall.value:+.3f} is not significant "
-                       f"(CI lower bound {overall.lo:+.3f} <= 0)")
-    return True, (f"promoted {comparison.candidate}: overall pass@1 {overall.value:+.3f} "
-                  f"[{overall.lo:+.3f}, {overall.hi:+.3f}] > margin {gate.margin:.3f}, no domain regressed "
-                  f"beyond {gate.tolerance:.3f}")
 
 
 class Registry:
@@ -263,13 +211,12 @@ def promote_if_better(
     if promote:
         registry.set_champion(candidate.version, reason=reason)
     registry.set_tags(candidate.version, {"flywheel.promoted": str(promote).lower(), "flywheel.gate_reason": reason[:4000],
-                                          "flywheel.gate": json.dumps(asdict(gate))})
+                                          "flywheel.gate": json.dumps(gate.to_dict())})
     after = registry.champion()
     overall = comparison.diffs["overall"].value if comparison else None
-    regressions = tuple(d for d, e in (comparison.diffs.items() if comparison else ())
-                        if d != "overall" and e.n and e.value < -gate.tolerance)
+    failing = not_non_inferior(comparison, gate) if comparison else ()
     return PromotionDecision(promote, reason, candidate.uri, before.uri if before else None,
-                             after.uri if after else None, overall, regressions)
+                             after.uri if after else None, overall, failing)
 
 
 @dataclass(frozen=True)
