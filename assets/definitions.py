@@ -2,42 +2,25 @@
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 import dagster as dg
 
-STAGE_MODULES: tuple[str, ...] = (
-    "assets.logs",
-    "assets.mining",
-    "assets.verifiers",
-    "assets.models",
-    "assets.training",
-    "assets.evaluation",
-    "assets.deployment",
-    "assets.orchestration",
+from assets import deployment, evaluation, logs, mining, models, orchestration, training, verifiers
+from resources.defaults import default_resources
+
+STAGE_MODULES: tuple[ModuleType, ...] = (
+    logs, mining, verifiers, models, training, evaluation, deployment, orchestration,
 )
-"""Each stage module may export ASSETS, CHECKS, JOBS, SCHEDULES, SENSORS lists."""
-
-
-def _stage_modules() -> list[ModuleType]:
-    mods = []
-    for name in STAGE_MODULES:
-        try:
-            mods.append(importlib.import_module(name))
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-    return mods
+"""The stage modules, in flywheel order; each may export ASSETS, CHECKS, JOBS, SCHEDULES, SENSORS lists."""
 
 
 def _collect(attr: str) -> list:
-    return [x for m in _stage_modules() for x in getattr(m, attr, [])]
+    return [x for m in STAGE_MODULES for x in getattr(m, attr, [])]
 
 
 def build_definitions() -> dg.Definitions:
-    from resources.defaults import default_resources
-
+    """Every stage's definitions with the embedded default resources."""
     return dg.Definitions(
         assets=_collect("ASSETS"),
         asset_checks=_collect("CHECKS"),

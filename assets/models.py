@@ -41,7 +41,7 @@ def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig) -> dg
 @dg.asset_check(asset=base_model, blocking=True, description="The checkpoint folder loads with the HF loader.")
 def base_model_loads(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
     from flywheel.models import resolve_base_model
-    from flywheel.models.hf import is_checkpoint_dir, load_tokenizer
+    from flywheel.rollout.checkpoint import is_checkpoint_dir, load_tokenizer
 
     # resolve again (a cached lookup for tiny releases) rather than trusting metadata alone
     key = context.run.tags.get("dagster/partition") if context.run else None

@@ -20,13 +20,14 @@ import torch
 
 
 def _model_dir(arg: str | None) -> Path:
-    from flywheel.models import base_model_dir
-    from flywheel.models.hf import is_checkpoint_dir
-    from flywheel.models.tiny import QUICK, build_tiny_model
+    from flywheel.commands.storage import storage_from_env
+    from flywheel.models.build import build_tiny_model
+    from flywheel.models.recipe import QUICK
+    from flywheel.rollout.checkpoint import is_checkpoint_dir
 
     if arg:
         return Path(arg)
-    built = base_model_dir("tiny-v1")
+    built = storage_from_env().base_models / "tiny-v1"
     if is_checkpoint_dir(built):
         return built
     print("tiny-v1 not built here; using the tiny-quick recipe (run `flywheel model build` for tiny-v1)")
@@ -64,8 +65,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    from flywheel.models.chat import render_prompt
-    from flywheel.models.hf import load_model, param_count
+    from flywheel.rollout.chat import render_prompt
+    from flywheel.rollout.checkpoint import load_model, param_count
     from flywheel.rollout.torch_engine import TorchEngine
     from flywheel.rollout.types import SamplingParams
     from flywheel.tasks.suites import heldout_suite

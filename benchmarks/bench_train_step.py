@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = FlywheelPaths.from_env().ensure()
     base = args.base_model
     if base is None:
-        from flywheel.models.tiny import build_tiny_model
+        from flywheel.models.build import build_tiny_model
 
         base = str(build_tiny_model(paths.models / "base" / "tiny-v1").path)
     tasks = train_suite("math", 400) + train_suite("code", 80) + train_suite("agent", 80)

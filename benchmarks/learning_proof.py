@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/learning_proof.py            # builds/reuses the tiny base model
 
-Starts from the tiny base model (`tiny-v1`, built offline by `flywheel.models.tiny` and
+Starts from the tiny base model (`tiny-v1`, built offline by `flywheel.models.build` and
 cached), evaluates it on the held-out suites of every domain (the evaluation runner:
 pass@1 over `--eval-samples` samples per task, bootstrap 95% CIs over tasks), trains with
 GRPO on the train split (math-heavy domain mix, a small share of code and agent so
@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from flywheel.evaluation.runner import engine_generator, evaluate
     from flywheel.evaluation.suites import EvalConfig
-    from flywheel.models.hf import load_model
     from flywheel.paths import FlywheelPaths
+    from flywheel.rollout.checkpoint import load_model
     from flywheel.rollout.torch_engine import TorchEngine
     from flywheel.tasks.suites import train_suite
     from flywheel.train.config import GRPOConfig
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = FlywheelPaths.from_env().ensure()
     base = args.base_model
     if base is None:
-        from flywheel.models.tiny import build_tiny_model
+        from flywheel.models.build import build_tiny_model
 
         base = str(build_tiny_model(paths.models / "base" / "tiny-v1").path)
     score = default_score_fn()

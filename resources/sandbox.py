@@ -51,11 +51,6 @@ class SandboxPoolResource(dg.ConfigurableResource):
             self._pool.close()
             self._pool = None
 
-    def describe(self) -> dict[str, Any]:
-        """For the reproducibility manifest."""
-        return {"backend": self.backend, "workers": self.workers, "limits": self.limits().__dict__,
-                "docker_image": self.docker_image if self.backend == "docker" else None}
-
 
 def default_resources() -> dict[str, Any]:
     return {"sandbox": SandboxPoolResource()}

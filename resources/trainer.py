@@ -1,4 +1,4 @@
-"""TrainerResource: where and how the policy update runs (the backend), not what it trains."""
+"""TrainerResource: how the policy update runs (the backend), not what it trains nor on which device."""
 
 from __future__ import annotations
 
@@ -9,16 +9,15 @@ from pydantic import Field
 
 
 class TrainerResource(dg.ConfigurableResource):
-    """Backend `torch` (default) or `deepspeed` (ZeRO `zero_stage`); `device` auto | cpu | cuda."""
+    """Backend `torch` (default) or `deepspeed` (ZeRO `zero_stage`); the device comes from `GpuResource`."""
 
     backend: str = Field(default="torch", description="update backend: torch | deepspeed")
     zero_stage: int = Field(default=0, description="DeepSpeed ZeRO stage (0-3)")
-    device: str = Field(default="auto", description="auto | cpu | cuda (auto: CUDA where present)")
     num_threads: int = Field(default=0, description="torch CPU threads (0 = torch's default)")
 
-    def placement(self, device: str | None = None) -> dict[str, Any]:
-        """The GRPOConfig fields this resource decides; `device` overrides (from GpuResource)."""
-        return {"backend": self.backend, "zero_stage": self.zero_stage, "device": device or self.device,
+    def placement(self, device: str) -> dict[str, Any]:
+        """The GRPOConfig fields this resource decides, plus `device` (decided by `GpuResource`)."""
+        return {"backend": self.backend, "zero_stage": self.zero_stage, "device": device,
                 "num_threads": self.num_threads}
 
 

@@ -13,7 +13,8 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     """A built `tiny-quick` checkpoint folder (same folder for every module: the build cache hits)."""
     import torch
 
-    from flywheel.models.tiny import QUICK, build_tiny_model
+    from flywheel.models.build import build_tiny_model
+    from flywheel.models.recipe import QUICK
 
     torch.set_num_threads(1)
     out = tmp_path_factory.getbasetemp() / "tiny-quick-model"
@@ -23,7 +24,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
     """(model, tokenizer) loaded once per session: tests must not change its weights in place."""
-    from flywheel.models.hf import load_model
+    from flywheel.rollout.checkpoint import load_model
 
     return load_model(tiny_model_dir)
 

@@ -88,9 +88,10 @@ def test_scripted_policy_scored_by_real_verifiers():
 
 def _random_tiny(path: Path) -> Path:
     """An untrained tiny Llama + tokenizer saved as an HF checkpoint (seconds to build)."""
-    from flywheel.models.chat import render_example
-    from flywheel.models.tiny import QUICK, build_model
+    from flywheel.models.build import build_model
+    from flywheel.models.recipe import QUICK
     from flywheel.models.tokenizer import train_tokenizer
+    from flywheel.rollout.chat import render_example
 
     corpus = [render_example(t.domain, t.prompt, t.solution) for d in DOMAINS for t in train_suite(d, 60)]
     tok = train_tokenizer(corpus, 400)

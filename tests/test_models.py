@@ -12,7 +12,7 @@ pytest_plugins = ("tests.fixtures_models",)
 
 
 def _corpus():
-    from flywheel.models.chat import render_example
+    from flywheel.rollout.chat import render_example
     from flywheel.tasks.suites import heldout_suite
 
     return [render_example(d, t.prompt, t.solution) for d in ("math", "code", "agent") for t in heldout_suite(d, 10)]
@@ -32,7 +32,7 @@ def test_tokenizer_round_trips_and_keeps_markers_whole(tiny_model):
 
 
 def test_render_prompt_is_the_one_template():
-    from flywheel.models.chat import EOS, render_example, render_prompt
+    from flywheel.rollout.chat import EOS, render_example, render_prompt
 
     p = render_prompt("math", "What is 2 + 2?")
     assert p.startswith("<|user|>") and p.endswith("<|assistant|>") and "[math] What is 2 + 2?" in p
@@ -42,7 +42,7 @@ def test_render_prompt_is_the_one_template():
 def test_hf_loader_loads_the_saved_tiny_model(tiny_model_dir):
     from transformers import LlamaForCausalLM
 
-    from flywheel.models.hf import is_checkpoint_dir, load_model, param_count
+    from flywheel.rollout.checkpoint import is_checkpoint_dir, load_model, param_count
 
     assert is_checkpoint_dir(tiny_model_dir)
     model, tok = load_model(tiny_model_dir, dtype="float32")
@@ -55,7 +55,7 @@ def test_hf_loader_loads_the_saved_tiny_model(tiny_model_dir):
 
 
 def test_loader_rejects_a_folder_that_is_not_a_checkpoint(tmp_path):
-    from flywheel.models.hf import load_model
+    from flywheel.rollout.checkpoint import load_model
 
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match="not a Hugging Face checkpoint"):
@@ -65,7 +65,8 @@ def test_loader_rejects_a_folder_that_is_not_a_checkpoint(tmp_path):
 def test_build_is_cached_by_recipe_hash(tiny_model_dir):
     from dataclasses import replace
 
-    from flywheel.models.tiny import QUICK, build_tiny_model, cached_build
+    from flywheel.models.build import build_tiny_model, cached_build
+    from flywheel.models.recipe import QUICK
 
     t0 = time.perf_counter()
     again = build_tiny_model(tiny_model_dir, QUICK)
@@ -78,7 +79,8 @@ def test_build_is_cached_by_recipe_hash(tiny_model_dir):
 def test_sft_mix_perturbs_a_share_of_math_answers():
     from dataclasses import replace
 
-    from flywheel.models.tiny import QUICK, sft_mix
+    from flywheel.models.recipe import QUICK
+    from flywheel.models.sft_data import sft_mix
     from flywheel.tasks.suites import train_suite
 
     gold = {t.prompt: t.reference["answer"] for t in train_suite("math", QUICK.n_math)}
@@ -92,8 +94,8 @@ def test_sft_mix_perturbs_a_share_of_math_answers():
 
 
 def test_sft_lowers_the_loss(tiny_model_dir):
-    from flywheel.models.hf import load_model
     from flywheel.models.sft import SftConfig, supervised_finetune
+    from flywheel.rollout.checkpoint import load_model
     from flywheel.tasks.suites import train_suite
 
     model, tok = load_model(tiny_model_dir, trainable=True)
@@ -105,13 +107,13 @@ def test_sft_lowers_the_loss(tiny_model_dir):
 def test_resolve_base_model_tiny_and_hf(tiny_model_dir, flywheel_home):
     from flywheel.models import resolve_base_model
 
-    hf = resolve_base_model(str(tiny_model_dir))  # a path: the user's own checkpoint
+    hf = resolve_base_model(str(tiny_model_dir), flywheel_home)  # a path: the user's own checkpoint
     assert hf.kind == "hf" and hf.path == tiny_model_dir.resolve() and hf.vocab > 100
     assert hf.params == json.loads((tiny_model_dir / "flywheel_build.json").read_text())["params"]
-    named = resolve_base_model(tiny_model_dir.name, models_dir=tiny_model_dir.parent)  # not a tiny-v* name
+    named = resolve_base_model(tiny_model_dir.name, flywheel_home, models_dir=tiny_model_dir.parent)  # not a tiny-v* name
     assert named.kind == "hf" and named.path == hf.path
     with pytest.raises(FileNotFoundError, match="no HF checkpoint folder"):
-        resolve_base_model("qwen-not-here")
+        resolve_base_model("qwen-not-here", flywheel_home)
 
 
 def test_cli_model_build_and_sample(tiny_model_dir, flywheel_home, capsys):
@@ -130,7 +132,7 @@ def test_cli_model_build_and_sample(tiny_model_dir, flywheel_home, capsys):
 def test_math_scratchpad_is_arithmetically_true():
     import re
 
-    from flywheel.models.tiny import scratchpad
+    from flywheel.models.sft_data import scratchpad
     from flywheel.tasks.suites import train_suite
 
     tasks = train_suite("math", 300)

@@ -19,7 +19,7 @@ def engine(tiny_model):
 
 
 def _prompts(n_per=2):
-    from flywheel.models.chat import render_prompt
+    from flywheel.rollout.chat import render_prompt
     from flywheel.tasks.suites import heldout_suite
 
     return [render_prompt(d, t.prompt) for d in ("math", "code", "agent") for t in heldout_suite(d, n_per)]
@@ -132,8 +132,8 @@ def test_execute_call_runs_real_env_and_reports_errors():
 @pytest.fixture(scope="module")
 def agent_model(tiny_model_dir):
     """The quick model overfit on two agent tasks' gold trajectories, so greedy replays them."""
-    from flywheel.models.hf import load_model
     from flywheel.models.sft import SftConfig, supervised_finetune
+    from flywheel.rollout.checkpoint import load_model
     from flywheel.tasks.suites import train_suite
 
     model, tok = load_model(tiny_model_dir, trainable=True)
@@ -207,8 +207,8 @@ def test_vllm_engine_without_vllm_says_how_to_get_it(tiny_model_dir):
 
 @pytest.mark.gpu
 def test_vllm_engine_generates_and_syncs_weights(tiny_model_dir):
-    from flywheel.models.hf import load_model
     from flywheel.rollout import build_engine, generate_for_tasks
+    from flywheel.rollout.checkpoint import load_model
     from flywheel.rollout.types import SamplingParams
     from flywheel.tasks.suites import heldout_suite
 

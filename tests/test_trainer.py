@@ -19,8 +19,8 @@ def tiny_policy(folder):
     """A random-init 2-layer Llama with the project's tokenizer, saved as an HF folder."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from flywheel.models.chat import render_example
     from flywheel.models.tokenizer import train_tokenizer
+    from flywheel.rollout.chat import render_example
 
     corpus = [render_example(t.domain, t.prompt, t.solution) for d in ("math", "agent") for t in train_suite(d, 60)]
     tok = train_tokenizer(corpus, vocab_size=300)

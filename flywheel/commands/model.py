@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from flywheel.models import base_model_dir
-    from flywheel.models.tiny import build_tiny_model, is_tiny_release, recipe_for
+    from flywheel.models.build import build_tiny_model
+    from flywheel.models.recipe import is_tiny_release, recipe_for
 
     if not is_tiny_release(args.release):
         return fail(f"--release must be a tiny-* release, got {args.release!r}")

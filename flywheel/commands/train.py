@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     paths = FlywheelPaths.from_env().ensure()
     base = args.base_model
     if base is None:
-        from flywheel.models.tiny import build_tiny_model
+        from flywheel.models.build import build_tiny_model
 
         base = str(build_tiny_model(paths.models / "base" / "tiny-v1").path)
     elif not Path(base).is_dir():

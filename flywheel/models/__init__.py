@@ -1,4 +1,4 @@
-"""flywheel.models: the tiny base model recipe, HF checkpoint loading, the chat template, SFT.
+"""flywheel.models: base models: the tiny model's recipe, SFT data, tokenizer, build and measurement.
 
 `resolve_base_model(release)` is what the `base_model` asset calls: a `tiny-*` release is
 built (or reused from cache) under `$FLYWHEEL_HOME/models/base/<release>`; any other
@@ -13,17 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flywheel.models.chat import EOS, render_example, render_prompt
-from flywheel.models.hf import is_checkpoint_dir, load_model, load_tokenizer
-from flywheel.models.tiny import (
-    QUICK,
-    RECIPES,
-    TinyModelRecipe,
-    build_tiny_model,
-    is_tiny_release,
-    recipe_for,
-)
+from flywheel.models.build import build_tiny_model
+from flywheel.models.recipe import is_tiny_release, recipe_for
 from flywheel.paths import FlywheelPaths
+from flywheel.rollout.checkpoint import is_checkpoint_dir, load_tokenizer
 
 
 @dataclass
@@ -96,8 +89,4 @@ def _estimate_params(cfg: dict[str, Any]) -> int:
     return int(emb + n * (attn + 3 * h * i + 2 * h) + h)
 
 
-__all__ = [
-    "EOS", "QUICK", "RECIPES", "BaseModelInfo", "TinyModelRecipe", "base_model_dir", "build_tiny_model",
-    "is_checkpoint_dir", "is_tiny_release", "load_model", "load_tokenizer", "recipe_for", "render_example",
-    "render_prompt", "resolve_base_model",
-]
+__all__ = ["BaseModelInfo", "base_model_dir", "resolve_base_model"]

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from flywheel.models.chat import render_prompt
 from flywheel.progress import progress_bar
+from flywheel.rollout.chat import render_prompt
 
 
 @dataclass(frozen=True)

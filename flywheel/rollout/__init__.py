@@ -1,4 +1,4 @@
-"""flywheel.rollout: engines that sample rollouts (torch by default, vLLM on GPUs), one protocol.
+"""flywheel.rollout: sampling from a checkpoint: its loader, the chat template, the engines (torch, vLLM).
 
 `generate_for_tasks` is the entry point the trainer and evaluation use: it renders each
 task with the shared chat template, gives agent tasks their tool environment, and fills
@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from flywheel.rollout.base import RolloutEngine, ToolEnv, ToolFactory
+from flywheel.rollout.chat import render_prompt
+from flywheel.rollout.multistep import inventory_tools
 from flywheel.rollout.types import Rollout, SamplingParams, ToolStep
 
 DEFAULT_MAX_STEPS = 6
@@ -20,9 +22,6 @@ DEFAULT_MAX_STEPS = 6
 def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: int = 1,
                        sampling: SamplingParams | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> list[Rollout]:
     """`n_samples` rollouts per task (prompt-major; `group_id` = task index in `tasks`)."""
-    from flywheel.models.chat import render_prompt
-    from flywheel.rollout.multistep import inventory_tools
-
     prompts = [render_prompt(t.domain, t.prompt) for t in tasks]
     tools = [inventory_tools(t.reference) if t.domain == "agent" else None for t in tasks]
     has_tools = any(x is not None for x in tools)
@@ -37,10 +36,12 @@ def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: i
 def build_engine(kind: str, model_path: str, device: str = "cpu", dtype: str = "float32", **kw: Any) -> RolloutEngine:
     """An engine by name ("torch" | "vllm") over the checkpoint folder `model_path`."""
     if kind == "torch":
+        # torch is heavy: loaded when an engine is built, not when `flywheel.rollout` is imported
         from flywheel.rollout.torch_engine import TorchEngine
 
         return TorchEngine.from_pretrained(model_path, device=device, dtype=dtype, **kw)
     if kind == "vllm":
+        # vllm is optional (the [gpu] extra)
         from flywheel.rollout.vllm_engine import VllmEngine
 
         return VllmEngine.from_pretrained(model_path, dtype=dtype, **kw)

@@ -42,6 +42,7 @@ class KVDecoder:
     """Prefill then one-token steps for a batch, with K/V in preallocated buffers."""
 
     def __init__(self, model: Any, batch: int, max_len: int, device: torch.device) -> None:
+        # heavy: loaded only when the fast decode path is used
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
         self._rope = apply_rotary_pos_emb

@@ -18,6 +18,7 @@ from typing import Any
 
 from flywheel.rollout.base import ToolEnv, ToolFactory
 from flywheel.rollout.types import Rollout, SamplingParams, ToolStep
+from flywheel.tasks.agent_env import InventoryEnv
 from flywheel.tasks.toolcalls import CALL_CLOSE, first_call_end, format_result, parse_call
 
 FINISH_TOOL = "finish"
@@ -52,7 +53,7 @@ def execute_call(env: ToolEnv, call_text: str) -> ToolStep:
 def multistep_generate(engine: Any, prompts: Sequence[str], n_samples: int, sampling: SamplingParams,
                        tools: Sequence[ToolFactory | None], max_steps: int) -> list[Rollout]:
     """Prompt-major rollouts with tool calls executed (see module docstring). `engine` is a TorchEngine."""
-    import torch
+    import torch  # heavy: `flywheel.rollout` itself stays importable without loading torch
 
     if len(tools) != len(prompts):
         raise ValueError(f"tools has {len(tools)} entries for {len(prompts)} prompts")
@@ -115,7 +116,5 @@ def _to_rollout(engine: Any, prompts: Sequence[str], s: _State, n_samples: int, 
 
 def inventory_tools(reference: dict[str, Any]) -> Callable[[], ToolEnv]:
     """The tool factory of an agent task: a fresh `InventoryEnv` from its `initial_state` per sample."""
-    from flywheel.tasks.agent_env import InventoryEnv
-
     initial = dict(reference["initial_state"])
     return lambda: InventoryEnv.from_initial(initial)

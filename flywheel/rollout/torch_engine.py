@@ -16,6 +16,7 @@ same numbers (`recompute_logprobs`), which is what PPO ratios need.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ import torch
 
 from flywheel.rollout import kv_llama
 from flywheel.rollout.base import ToolFactory
+from flywheel.rollout.checkpoint import load_model
+from flywheel.rollout.multistep import multistep_generate
 from flywheel.rollout.types import Rollout, SamplingParams
 
 
@@ -58,8 +61,6 @@ def _draw(logp: torch.Tensor, sampling: SamplingParams, gen: torch.Generator) ->
 
 def _cache_kwarg(model: Any) -> str:
     """transformers >= 5.2x calls the KV cache argument `cache`; older releases `past_key_values`."""
-    import inspect
-
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
@@ -86,9 +87,7 @@ class TorchEngine:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, device: str = "cpu", dtype: str = "float32", **kw: Any) -> TorchEngine:
-        """Load an HF checkpoint folder (see `flywheel.models.hf.load_model`) into a new engine."""
-        from flywheel.models.hf import load_model
-
+        """Load an HF checkpoint folder (see `flywheel.rollout.checkpoint.load_model`) into a new engine."""
         model, tok = load_model(path, device=device, dtype=dtype)
         return cls(model, tok, device=device, **kw)
 
@@ -161,7 +160,7 @@ class TorchEngine:
             dec = kv_llama.KVDecoder(self.model, len(live), width + max(budgets[i] for i in live), self.device)
             logits = dec.forward(ids, pos, mask)
         else:
-            from transformers import DynamicCache
+            from transformers import DynamicCache  # heavy, and only this fallback path needs it
 
             cache = DynamicCache()
             o = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
@@ -225,8 +224,6 @@ class TorchEngine:
         """`n_samples` rollouts per prompt, prompt-major (see `RolloutEngine`)."""
         sampling = sampling or SamplingParams()
         if tools is not None and any(t is not None for t in tools):
-            from flywheel.rollout.multistep import multistep_generate
-
             return multistep_generate(self, prompts, n_samples, sampling, tools, max_steps)
         prompt_ids = [self.encode(p) for p in prompts]
         contexts = [ids for ids in prompt_ids for _ in range(n_samples)]

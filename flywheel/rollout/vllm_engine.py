@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.rollout.base import ToolFactory
+from flywheel.rollout.checkpoint import load_tokenizer
+from flywheel.rollout.multistep import multistep_generate
 from flywheel.rollout.torch_engine import Sample
 from flywheel.rollout.types import Rollout, SamplingParams
 
@@ -27,7 +29,7 @@ _MISSING = ("vLLM is not installed: the vllm engine needs a CUDA machine and the
 
 def _import_vllm() -> Any:
     try:
-        import vllm
+        import vllm  # optional: the [gpu] extra
     except ImportError as e:  # pragma: no cover - depends on the machine
         raise RuntimeError(_MISSING) from e
     return vllm
@@ -55,8 +57,6 @@ class VllmEngine:
     def from_pretrained(cls, path: str | Path, dtype: str = "bfloat16", gpu_memory_utilization: float = 0.5,
                         max_model_len: int = 2048, enforce_eager: bool = True, seed: int = 0, **kw: Any) -> VllmEngine:
         vllm = _import_vllm()
-        from flywheel.models.hf import load_tokenizer
-
         args: dict[str, Any] = dict(model=str(path), tokenizer=str(path), dtype=dtype, seed=seed,
                                     gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                                     enforce_eager=enforce_eager, tensor_parallel_size=1, **kw)
@@ -115,8 +115,6 @@ class VllmEngine:
     def generate(self, prompts: Sequence[str], n_samples: int = 1, sampling: SamplingParams | None = None,
                  tools: Sequence[ToolFactory | None] | None = None, max_steps: int = 1) -> list[Rollout]:
         """Same contract as `TorchEngine.generate` (prompt-major, tools through the multi-step loop)."""
-        from flywheel.rollout.multistep import multistep_generate
-
         sampling = sampling or SamplingParams()
         tl = list(tools) if tools is not None else [None] * len(prompts)
         return multistep_generate(self, prompts, n_samples, sampling, tl, max(1, max_steps))

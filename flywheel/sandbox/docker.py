@@ -155,13 +155,6 @@ class DockerSandbox:
                 self._client.close()
                 self._client = None
 
-    def describe(self) -> dict:
-        try:
-            img = self.client.images.get(self.image).id
-        except Exception:
-            img = None
-        return {"backend": "docker", "image": self.image, "image_id": img, "engine": self.base_url}
-
     # ------------------------------------------------------------------ run
     def run(
         self,

@@ -315,10 +315,3 @@ class LocalSandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def describe(self) -> dict:
-        """For reproducibility manifests: backend, interpreter and its version."""
-        out = subprocess.run([self.python, "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True, env={})
-        return {"backend": "local", "python": self.python, "python_version": out.stdout.strip(),
-                "kernel": os.uname().release}

@@ -66,8 +66,8 @@ def default_score_fn() -> ScoreFn:
 
 
 def render_prompt(task: Task) -> str:
-    """The chat-templated prompt the base model was trained on (the one template, from models.chat)."""
-    from flywheel.models.chat import render_prompt as _render
+    """The chat-templated prompt the base model was trained on (the one template, from rollout.chat)."""
+    from flywheel.rollout.chat import render_prompt as _render
 
     return _render(task.domain, task.prompt)
 

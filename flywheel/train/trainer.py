@@ -103,7 +103,7 @@ def load_policy(base_model: str | Path | Any, device: str) -> tuple[torch.nn.Mod
     if isinstance(base_model, tuple):
         model, tok = base_model
         return model.float().to(device).train(), tok
-    from flywheel.models.hf import load_model
+    from flywheel.rollout.checkpoint import load_model
 
     model, tok = load_model(base_model, device=device, dtype="float32", trainable=True)
     return model, tok

@@ -2,7 +2,8 @@
 
 Offline only (`local_files_only=True`): the folder must hold `config.json`, the weights
 (safetensors) and the tokenizer files. The tokenizer is set to left padding and gets a
-pad token (EOS) if it has none, which is what batched sampling needs.
+pad token (EOS) if it has none, which is what batched sampling needs. Both rollout engines,
+the trainer and the base-model resolver load checkpoints through here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def is_checkpoint_dir(path: str | Path) -> bool:
 
 
 def load_tokenizer(path: str | Path) -> Any:
-    from transformers import AutoTokenizer
+    """The checkpoint's tokenizer, left-padded, with a pad token (EOS when it has none)."""
+    from transformers import AutoTokenizer  # heavy: loaded only when a checkpoint is
 
     tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     tok.padding_side = "left"
@@ -37,7 +39,7 @@ def load_tokenizer(path: str | Path) -> Any:
 def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
                trainable: bool = False) -> tuple[Any, Any]:
     """(model, tokenizer) from a local checkpoint folder; eval mode unless `trainable`."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM  # heavy: loaded only when a checkpoint is
 
     quiet_transformers_bars()
     p = Path(path)
@@ -52,4 +54,5 @@ def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
 
 
 def param_count(model: Any) -> int:
+    """Number of parameters (what a build or a resolved checkpoint reports)."""
     return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,69 @@
+"""The tiny model's recipe: every knob that determines a build, and the named releases.
+
+A recipe is a frozen dataclass whose content hash keys the build cache, so changing any
+field (width, data mix, SFT schedule, build-time measurement) rebuilds the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flywheel.models.sft import SftConfig
+
+
+@dataclass(frozen=True)
+class TinyModelRecipe:
+    """Everything that determines the tiny model; its hash keys the build cache."""
+
+    release: str = field(default="tiny-v1", metadata={"help": "release name (the base_model partition)"})
+    seed: int = field(default=0, metadata={"help": "seed for init, data and SFT order"})
+    vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary cap (the corpus may yield fewer)"})
+    hidden_size: int = field(default=96, metadata={"help": "model width"})
+    n_layers: int = field(default=3, metadata={"help": "transformer blocks"})
+    n_heads: int = field(default=4, metadata={"help": "attention heads"})
+    intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
+    max_position: int = field(default=512, metadata={"help": "max sequence length (RoPE)"})
+    n_math: int = field(default=3000, metadata={"help": "math train tasks in the SFT mix"})
+    n_code: int = field(default=400, metadata={"help": "code train tasks in the SFT mix"})
+    n_agent: int = field(default=1000, metadata={"help": "agent train tasks in the SFT mix"})
+    math_noise: float = field(default=0.3, metadata={"help": "share of math solutions with a perturbed final answer"})
+    math_format: str = field(default="scratchpad", metadata={"help": "math SFT targets: scratchpad (digit by digit) | gold"})
+    sft: SftConfig = field(default_factory=SftConfig, metadata={"help": "SFT schedule"})
+    eval_n: int = field(default=40, metadata={"help": "held-out tasks per domain measured at build time (0: skip)"})
+    eval_k: int = field(default=8, metadata={"help": "samples per task for pass@k at build time"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads while building (1 is fastest for a tiny model on a busy box)"})
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def hash(self) -> str:
+        """Content hash of the recipe (the build cache key)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+QUICK = TinyModelRecipe(
+    release="tiny-quick", hidden_size=64, n_layers=2, n_heads=2, intermediate_size=128,
+    n_math=300, n_code=100, n_agent=100, sft=SftConfig(steps=40, batch_size=16, lr=5e-3, warmup=5),
+    eval_n=4, eval_k=2,
+)
+"""A seconds-long build for tests: same pipeline, a weak model."""
+
+RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-quick": QUICK}
+
+
+def is_tiny_release(name: str) -> bool:
+    """`tiny-quick` or `tiny-v<N>`: releases this project builds (a folder called `tiny-llama` is not one)."""
+    return name in RECIPES or re.fullmatch(r"tiny-v\d+", name) is not None
+
+
+def recipe_for(release: str) -> TinyModelRecipe:
+    """The recipe of a release; other `tiny-v<N>` names get the default recipe under that name."""
+    if release in RECIPES:
+        return RECIPES[release]
+    if is_tiny_release(release):
+        return TinyModelRecipe(release=release)
+    raise KeyError(f"no tiny-model recipe for {release!r}; known: {sorted(RECIPES)}")

@@ -1,0 +1,93 @@
+"""The tiny model's SFT data: train-suite gold solutions, math worked digit by digit, some answers wrong.
+
+The noise is what makes the tiny model a good RL starting point: the correct answer stays
+the mode, but temperature-1 samples are diffuse, so pass@1 sits well below pass@k and
+sharpening (GRPO) has room to raise it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from flywheel.models.recipe import TinyModelRecipe
+from flywheel.tasks.suites import train_suite
+
+_OP = re.compile(r"(\d+) ([+\-*]) (\d+) = (\d+)")
+
+
+def _digits(n: int) -> list[int]:
+    return [int(c) for c in reversed(str(n))]
+
+
+def _add(x: int, y: int) -> str:
+    if x < 10 and y < 10:
+        return f"{x}+{y}={x + y}"
+    dx, dy, carry, parts = _digits(x), _digits(y), 0, []
+    for i in range(max(len(dx), len(dy))):
+        a, b = (dx[i] if i < len(dx) else 0), (dy[i] if i < len(dy) else 0)
+        s = a + b + carry
+        parts.append(f"{a}+{b}{'+1' if carry else ''}={s}")
+        carry = s // 10
+    return f"{x}+{y}: " + ", ".join(parts) + f" so {x + y}"
+
+
+def _sub(x: int, y: int) -> str:
+    if x < 10:
+        return f"{x}-{y}={x - y}"
+    dx, dy, borrow, parts = _digits(x), _digits(y), 0, []
+    for i in range(len(dx)):
+        top, b = dx[i] - borrow, (dy[i] if i < len(dy) else 0)
+        borrow = 1 if top < b else 0
+        top += 10 * borrow
+        parts.append(f"{top}-{b}={top - b}")
+    return f"{x}-{y}: " + ", ".join(parts) + f" so {x - y}"
+
+
+def _mul(k: int, x: int) -> str:
+    if x < 10:
+        return f"{k}*{x}={k * x}"
+    dx, carry, parts = _digits(x), 0, []
+    for d in dx:
+        s = k * d + carry
+        parts.append(f"{k}*{d}{f'+{carry}' if carry else ''}={s}")
+        carry = s // 10
+    return f"{k}*{x}: " + ", ".join(parts) + f" so {k * x}"
+
+
+def scratchpad(solution: str) -> str:
+    """The gold math solution with each operation worked digit by digit (units first, with carries).
+
+    A ~1M-parameter model cannot add two-digit numbers in one token step, but it can learn
+    single-digit facts and copying; the verifier only reads `Answer: N`.
+    """
+    steps = []
+    for a, op, b, _ in _OP.findall(solution):
+        a, b = int(a), int(b)
+        steps.append(_add(a, b) if op == "+" else _sub(a, b) if op == "-" else _mul(a, b))
+    ans = solution.rsplit("Answer: ", 1)[1]
+    return ". ".join(steps) + f". Answer: {ans}"
+
+
+def _perturb_answer(solution: str, answer: str, rng: random.Random) -> str:
+    """The same work with a wrong final `Answer:` (a plausible slip, never negative)."""
+    a = int(answer)
+    wrong = max(0, a + rng.choice([-3, -2, -1, 1, 2, 3]))
+    if wrong == a:
+        wrong = a + 1
+    head, _, _ = solution.rpartition(f"Answer: {answer}")
+    return f"{head}Answer: {wrong}"
+
+
+def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
+    """(domain, prompt, response) training examples: train suites only, math partly noisy."""
+    rng = random.Random(recipe.seed)
+    out: list[tuple[str, str, str]] = []
+    for t in train_suite("math", recipe.n_math):
+        sol = scratchpad(t.solution) if recipe.math_format == "scratchpad" else t.solution
+        if rng.random() < recipe.math_noise:
+            sol = _perturb_answer(sol, t.reference["answer"], rng)
+        out.append(("math", t.prompt, sol))
+    out += [("code", t.prompt, t.solution) for t in train_suite("code", recipe.n_code)]
+    out += [("agent", t.prompt, t.solution) for t in train_suite("agent", recipe.n_agent)]
+    return out
