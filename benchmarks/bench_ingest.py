@@ -20,9 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _floors import TEXT_COLS, checks_floor_s, connection, copy_floor_s, parquet_relation  # noqa: E402
+
 from flywheel.logs.ingest import ingest  # noqa: E402
 from flywheel.logs.synthetic import generate_parquet_logs  # noqa: E402
-from flywheel.warehouse import connect  # noqa: E402
+from flywheel.logs.warehouse import connect  # noqa: E402
 
 
 def peak_rss_mib() -> float:
@@ -35,56 +37,19 @@ def cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def copy_floor_s(src: Path, dst: Path, threads: int) -> float:
-    """Seconds DuckDB takes to copy `src` Parquet -> Parquet with nothing else (no validation, keys,
-    dedupe or redaction): what no ingest of this file can go below on this machine."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
-    t0 = time.perf_counter()
-    con.execute(f"COPY (SELECT * FROM read_parquet('{src}')) TO '{dst}' (FORMAT parquet, COMPRESSION snappy)")
-    return time.perf_counter() - t0
-
-
-def checks_floor_s(src: Path, threads: int) -> float:
-    """Seconds DuckDB takes to run ingest's per-byte checks on `src` in one pass that writes nothing:
-    read every column, validate the JSON columns, run the redaction prefilter, hash the ids."""
-    import duckdb
-
-    from flywheel.logs.redact import prefilter_regex
-
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
-    cols = [c for c in ("messages", "outcome", "reference", "extra")
-            if c in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{src}')").to_arrow_table()["column_name"].to_pylist()]
-    pre = " OR ".join(f"regexp_matches({c}, '{prefilter_regex(c)}')" for c in cols)
-    valid = " AND ".join(f"coalesce(json_valid({c}), true)" for c in cols)
-    t0 = time.perf_counter()
-    con.execute(f"SELECT count(*) FILTER (WHERE {valid}), count(*) FILTER (WHERE {pre}), count(DISTINCT hash(id)) "
-                f"FROM read_parquet('{src}')").fetchall()
-    return time.perf_counter() - t0
-
-
 def to_jsonl(src: Path, dst: Path, threads: int) -> None:
     """Rewrite the generated Parquet as JSONL logs, one object per line, the JSON columns nested
     (as a production logger writes them), not as quoted strings."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
-    cols = duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{src}')").to_arrow_table()["column_name"].to_pylist()
-    sel = ", ".join(f"json({c}) AS {c}" if c in ("messages", "outcome", "reference", "extra") else
+    con = connection(threads)
+    cols = con.sql(f"DESCRIBE SELECT * FROM read_parquet('{src}')").to_arrow_table()["column_name"].to_pylist()
+    sel = ", ".join(f"json({c}) AS {c}" if c in TEXT_COLS else
                     (f"strftime({c}, '%Y-%m-%dT%H:%M:%S.%fZ') AS {c}" if c == "timestamp" else c) for c in cols)
     con.execute(f"COPY (SELECT {sel} FROM read_parquet('{src}')) TO '{dst}' (FORMAT json)")
 
 
 def jsonl_copy_floor_s(src: Path, dst: Path, threads: int) -> float:
     """Seconds DuckDB takes to parse the JSONL file and write it as Parquet, with nothing else."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
+    con = connection(threads)
     t0 = time.perf_counter()
     con.execute(f"COPY (SELECT * FROM read_json('{src}', format = 'newline_delimited')) TO '{dst}' "
                 "(FORMAT parquet, COMPRESSION snappy)")
@@ -125,8 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
                 copy_s = pool.apply(jsonl_copy_floor_s, (src, Path(d) / "copy.parquet", args.threads))
                 checks_s = None
             else:
-                copy_s = pool.apply(copy_floor_s, (src, Path(d) / "copy.parquet", args.threads))
-                checks_s = pool.apply(checks_floor_s, (src, args.threads))
+                copy_s = pool.apply(copy_floor_s, (parquet_relation(src), Path(d) / "copy.parquet", args.threads))
+                checks_s = pool.apply(checks_floor_s, (parquet_relation(src), args.threads))
     rate = rep.lines_read / secs
     print(f"generated {args.rows:,} rows ({size_mib:.0f} MiB {args.format}) in {gen_s:.1f} s")
     print(f"ingest:    {rate:>12,.0f} rows/s  ({secs:.2f} s; ingested {rep.ingested:,}, "

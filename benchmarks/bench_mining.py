@@ -1,19 +1,18 @@
 """Ingest + failure mining at scale: flywheel (DuckDB SQL) against a straightforward pandas version.
 
-1. Generates `--rows` SIMULATED log rows as Parquet: a few tens of thousands of realistic
-   records from the demo traffic generator (`flywheel.tasks.traffic`, real tracebacks and
-   tool-call conversations) are tiled, vectorized, to the requested size with fresh ids and
-   timestamps spread over 30 days. (`flywheel.logs.synthetic` is faster to build but its rows
-   carry no taxonomy to mine: one message shape, no tracebacks, no tool calls.)
+1. Generates `--rows` SIMULATED log rows as Parquet (`_mining_data.py`): a few tens of thousands
+   of realistic records from the demo traffic generator (`flywheel.tasks.traffic`, real tracebacks
+   and tool-call conversations) tiled to the requested size with fresh ids and timestamps spread
+   over 30 days.
 2. In a fresh subprocess (so its peak RSS is its own): `flywheel.logs.ingest` into a DuckDB file,
    then `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty history,
    decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
 3. In another subprocess: the same mining in pandas (batched `json.loads`, the taxonomy's Python
    spec per failing row, `groupby`, set-based decontamination, datasketch MinHashLSH), reading
    the same Parquet file.
-4. The floor for ingest on the same files: DuckDB copying them Parquet -> Parquet with nothing
-   else, JSON validation alone, the redaction prefilter alone, and all of ingest's checks in one
-   pass that writes nothing.
+4. The floor for ingest on the same files (`_floors.py`, as in bench_ingest.py): DuckDB copying
+   them Parquet -> Parquet with nothing else, JSON validation alone, the redaction prefilter alone,
+   and all of ingest's checks in one pass that writes nothing.
 5. Asserts both agree on attempts/passes per (task, model) and on taxonomy counts per
    (domain, model, failure type), prints rows/s and the ratio; the last line is one JSON object.
 
@@ -32,17 +31,16 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-COLUMNS = ("id", "timestamp", "task_id", "domain", "model", "messages", "outcome", "reference", "extra")
+from _floors import TEXT_COLS, checks_floor_s, connection, copy_floor_s, parquet_relation, prefilter_sql  # noqa: E402
+from _mining_data import generate_parquet, parquet_rows  # noqa: E402
 
 
 def _peak_rss_mib() -> float:
@@ -56,69 +54,6 @@ def _cpu_s() -> float:
 
 
 # ------------------------------------------------------------------------------------------------
-# data
-# ------------------------------------------------------------------------------------------------
-
-
-def make_templates(n: int, seed: int) -> pa.Table:
-    """`n` realistic records (a bigger task universe than the demo default), as string columns."""
-    from flywheel.tasks.traffic import TrafficConfig, generate_records
-
-    cfg = TrafficConfig(universe=(("math", 6000), ("code", 400), ("agent", 4000)), repeats=2.0)
-    cols: dict[str, list] = {c: [] for c in COLUMNS}
-    days = 4
-    for k in range(days):
-        for r in generate_records(date(2026, 11, 1) + timedelta(days=k), n // days, seed, config=cfg):
-            for c in ("id", "timestamp", "task_id", "domain", "model"):
-                cols[c].append(r[c])
-            for c in ("messages", "outcome", "reference"):
-                cols[c].append(json.dumps(r[c], ensure_ascii=False))
-            cols["extra"].append(json.dumps({"simulated": True, "sim": r["sim"]}))
-    return pa.table({c: pa.array(v, pa.string()) for c, v in cols.items()})
-
-
-def generate_parquet(folder: Path, rows: int, seed: int, n_templates: int = 24_000, chunk: int = 500_000,
-                     rows_per_file: int = 1_000_000) -> Path:
-    """Tile the templates to `rows` rows (random order) in `folder/part-NNNN.parquet` files of
-    `rows_per_file` rows: new ids, timestamps over 30 days, two model versions."""
-    templates = make_templates(n_templates, seed)
-    rng = np.random.default_rng(seed)
-    t0 = np.datetime64("2026-11-01T00:00:00", "us")
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("part-*.parquet"):
-        old.unlink()
-    writer = None
-    try:
-        for start in range(0, rows, chunk):
-            m = min(chunk, rows - start)
-            idx = rng.integers(0, templates.num_rows, m)
-            t = templates.take(pa.array(idx))
-            offs = np.sort(rng.integers(0, 30 * 86_400_000_000, m)).astype("timedelta64[us]")
-            # the first 20 days were served by v1, the rest by v2 (so pass rates are per model version)
-            model = np.where(offs < np.timedelta64(20 * 86_400_000_000, "us"), "simulated-prod:v1",
-                             "simulated-prod:v2")
-            ids = pa.array([f"bench-{seed}-{i:09d}" for i in range(start, start + m)], pa.string())
-            t = t.set_column(t.schema.get_field_index("id"), "id", ids)
-            t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
-                             pa.array(t0 + offs, pa.timestamp("us", tz="UTC")))
-            t = t.set_column(t.schema.get_field_index("model"), "model", pa.array(model, pa.string()))
-            if start % rows_per_file == 0:
-                if writer is not None:
-                    writer.close()
-                writer = pq.ParquetWriter(folder / f"part-{start // rows_per_file:04d}.parquet", t.schema,
-                                          compression="zstd")
-            writer.write_table(t, row_group_size=131_072)
-    finally:
-        if writer is not None:
-            writer.close()
-    return folder
-
-
-def parquet_rows(folder: Path) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(folder.glob("part-*.parquet")))
-
-
-# ------------------------------------------------------------------------------------------------
 # flywheel worker
 # ------------------------------------------------------------------------------------------------
 
@@ -126,7 +61,7 @@ def parquet_rows(folder: Path) -> int:
 def _connect(warehouse: Path, threads: int):
     import duckdb
 
-    from flywheel.warehouse import configure, ensure_tables
+    from flywheel.logs.warehouse import configure, ensure_tables
 
     con = configure(duckdb.connect(str(warehouse)))
     con.execute(f"SET threads = {threads}")
@@ -170,35 +105,22 @@ def worker_flywheel(warehouse: Path, out: Path, threads: int) -> None:
 
 
 def worker_floor(parquet: Path, out: Path, threads: int) -> None:
-    """What ingest cannot go below on this data and machine: DuckDB copying the files Parquet ->
-    Parquet (no validation, no keys, no redaction), and the two passes over every byte of text that
-    ingest must make -- JSON validation and the redaction prefilter -- each timed alone."""
-    import duckdb
-
-    from flywheel.logs.redact import prefilter_regex
-
-    con = duckdb.connect()
-    con.execute(f"SET threads = {threads}")
-    src = f"read_parquet('{parquet}/part-*.parquet')"
+    """What ingest cannot go below on this data and machine (`_floors`): DuckDB copying the files
+    Parquet -> Parquet, and the two passes over every byte of text that ingest must make -- JSON
+    validation and the redaction prefilter -- each timed alone, then all checks in one pass."""
+    src = parquet_relation(parquet / "part-*.parquet")
+    con = connection(threads)
     res = {}
     with tempfile.TemporaryDirectory() as d:
-        t0 = time.perf_counter()
-        con.execute(f"COPY (SELECT * FROM {src}) TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION snappy)")
-        res["copy_s"] = time.perf_counter() - t0
+        res["copy_s"] = copy_floor_s(src, Path(d) / "copy.parquet", threads)
     t0 = time.perf_counter()
     con.execute(f"SELECT count(*) FROM {src} WHERE json_valid(messages) AND json_valid(outcome) "
                 "AND json_valid(reference)").fetchall()
     res["json_valid_s"] = time.perf_counter() - t0
-    pre = " OR ".join(f"regexp_matches({c}, '{prefilter_regex(c)}')" for c in ("messages", "outcome", "reference", "extra"))
     t0 = time.perf_counter()
-    con.execute(f"SELECT count(*) FROM {src} WHERE {pre}").fetchall()
+    con.execute(f"SELECT count(*) FROM {src} WHERE {prefilter_sql(TEXT_COLS)}").fetchall()
     res["prefilter_s"] = time.perf_counter() - t0
-    # the checks alone, in one pass and writing nothing: every byte read once, JSON validated,
-    # prefiltered, ids hashed -- the least any ingest that looks at its rows can do
-    t0 = time.perf_counter()
-    con.execute(f"SELECT count(*) FILTER (WHERE json_valid(messages) AND json_valid(outcome) AND json_valid(reference)), "
-                f"count(*) FILTER (WHERE {pre}), count(DISTINCT hash(id)) FROM {src}").fetchall()
-    res["checks_s"] = time.perf_counter() - t0
+    res["checks_s"] = checks_floor_s(src, threads, ("messages", "outcome", "reference"), TEXT_COLS)
     res["text_bytes"] = con.execute(f"SELECT sum(length(messages) + length(outcome) + coalesce(length(reference), 0) "
                                     f"+ coalesce(length(extra), 0)) FROM {src}").fetchall()[0][0]
     out.write_text(json.dumps(res))

@@ -9,8 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flywheel.logs.ingest import IngestOptions, ingest, list_sources
-from flywheel.warehouse import connect
+from flywheel.logs.ingest import ingest
+from flywheel.logs.options import IngestOptions, IngestReport
+from flywheel.logs.sources import SourceFile, list_sources
+from flywheel.logs.warehouse import connect, task_logs_dir
 
 
 def rec(i: int | str, **kw) -> dict:
@@ -222,8 +224,6 @@ def test_cli_json_and_missing_path(tmp_path, capsys):
 
 
 def test_a_failed_run_leaves_nothing_behind(tmp_path, wh):
-    from flywheel.warehouse import task_logs_dir
-
     write_jsonl(tmp_path / "a.jsonl", [rec(i) for i in range(30)] + ["{bad"])
 
     def boom(n: int) -> None:
@@ -241,10 +241,11 @@ def test_parquet_off_local_disk_matches_the_duckdb_read_path(tmp_path):
     """Local Parquet is read by DuckDB itself; any other filesystem goes through pyarrow batches.
     Both paths must give the same rows, quarantine and redactions (bad rows, duplicates, secrets)."""
     import uuid
+    from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow.fs as pafs
 
-    from flywheel.logs import ingest as ing
+    from flywheel.logs.load import Loader
     from flywheel.logs.synthetic import synthetic_table
 
     t = synthetic_table(0, 3000, 3)
@@ -254,9 +255,11 @@ def test_parquet_off_local_disk_matches_the_duckdb_read_path(tmp_path):
     for mode, fs, path in [("local", pafs.LocalFileSystem(), str(tmp_path / "x.parquet")),
                            ("remote", pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "x.parquet")]:
         con = connect(tmp_path / f"{mode}.duckdb")
-        rep = ing.IngestReport(run_id=uuid.uuid4().hex)
-        loader = ing._Loader(con, IngestOptions(parquet_batch_rows=1000), None, rep, None)
-        loader.load_parquet(ing.SourceFile(fs, path, "x.parquet", "parquet"))
+        rep = IngestReport(run_id=uuid.uuid4().hex)
+        opts = IngestOptions(parquet_batch_rows=1000)
+        with ThreadPoolExecutor(opts.workers) as pool:
+            loader = Loader(con, opts, None, rep, None, pool)
+            loader.load_parquet(SourceFile(fs, path, "x.parquet", "parquet"))
         seen[mode] = (rep.lines_read, rep.ingested, rep.quarantined, rep.duplicates, rep.redactions_by_kind,
                       con.sql("SELECT * EXCLUDE (ingested_at) FROM task_logs ORDER BY source_line").fetchall(),
                       con.sql("SELECT source_line, reason FROM quarantine ORDER BY 1").fetchall())
@@ -267,19 +270,17 @@ def test_parquet_off_local_disk_matches_the_duckdb_read_path(tmp_path):
     assert not any("@example.com" in r[5] or "sk-abc" in r[5] for r in seen["local"][5])
 
 
-def test_parallel_prefilter_and_part_files_match_one_thread(tmp_path, monkeypatch):
+def test_parallel_prefilter_and_part_files_match_one_thread(tmp_path):
     """Batches big enough to be split (prefilter slices, several part files per batch) give exactly
     the rows, redactions and files' union that one thread gives; every part file is complete."""
-    from flywheel.logs import ingest as ing
     from flywheel.logs.synthetic import synthetic_table
-    from flywheel.warehouse import task_logs_dir
 
     pq.write_table(synthetic_table(0, 140_000, 7), tmp_path / "big.parquet", row_group_size=50_000)
     seen = {}
     for workers in (1, 3):
-        monkeypatch.setattr(ing, "_WORKERS", workers)
         con = connect(tmp_path / f"w{workers}" / "warehouse.duckdb")
-        rep = ingest(tmp_path / "big.parquet", con, options=IngestOptions(parquet_batch_rows=140_000))
+        opts = IngestOptions(parquet_batch_rows=140_000, workers=workers)
+        rep = ingest(tmp_path / "big.parquet", con, options=opts)
         files = [p for p in task_logs_dir(con).rglob("part-*.parquet")]
         assert not list(task_logs_dir(con).rglob(".*.tmp"))
         seen[workers] = (rep.ingested, rep.redactions_by_kind, len(files),

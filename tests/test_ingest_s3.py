@@ -65,7 +65,7 @@ def test_ingest_from_s3_quarantines_dedupes_and_is_idempotent(s3, tmp_path, caps
     assert {k: out[k] for k in ("files", "lines_read", "ingested", "quarantined", "duplicates")} == {
         "files": 2, "lines_read": 6, "ingested": 3, "quarantined": 2, "duplicates": 1}
 
-    from flywheel.warehouse import connect
+    from flywheel.logs.warehouse import connect
 
     con = connect(w)
     try:

@@ -9,7 +9,7 @@ import pytest
 
 from flywheel.logs import redact as R
 from flywheel.logs.ingest import ingest
-from flywheel.warehouse import connect
+from flywheel.logs.warehouse import connect
 
 SECRETS = {
     "API_KEY": "my key is sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123 ok",

@@ -5,14 +5,15 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from flywheel.warehouse import TASK_LOGS_ARROW, connect, ensure_tables, table_counts, task_logs_dir
+from flywheel.logs.ingest import ingest
+from flywheel.logs.warehouse import TASK_LOGS_ARROW, connect, ensure_tables, table_counts, task_logs_dir
 
 CONTRACT = ["id", "timestamp", "task_id", "domain", "model", "messages", "outcome", "reference", "extra",
             "log_date", "source_file", "source_line", "ingested_at", "redactions"]
 
 
 def test_fresh_warehouse_has_the_contract_layout(flywheel_home):
-    con = connect()  # $FLYWHEEL_HOME/warehouse.duckdb
+    con = connect(flywheel_home.warehouse)
     assert flywheel_home.warehouse.exists()
     cols = con.execute("DESCRIBE task_logs").fetchall()
     assert [c[0] for c in cols] == CONTRACT == TASK_LOGS_ARROW.names
@@ -31,8 +32,6 @@ def test_fresh_warehouse_has_the_contract_layout(flywheel_home):
 
 def test_rows_land_in_day_folders_and_a_plain_duckdb_connection_reads_them(tmp_path):
     import json
-
-    from flywheel.logs.ingest import ingest
 
     recs = [{"id": f"r{i}", "timestamp": f"2026-12-0{1 + i % 2}T08:00:00Z", "task_id": "t", "domain": "math",
              "model": "m", "messages": [], "outcome": {"passed": True}} for i in range(4)]

@@ -7,6 +7,7 @@ import datetime as dt
 import sys
 
 from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.storage import storage_from_env
 
 
 def _date(text: str) -> dt.date:
@@ -47,8 +48,10 @@ def _progress(enabled: bool):
 
 
 def run(args: argparse.Namespace) -> int:
-    from flywheel.logs.ingest import IngestOptions, ingest, list_sources
-    from flywheel.paths import FlywheelPaths
+    # duckdb and pyarrow load only when the command runs, not on every `flywheel --help`
+    from flywheel.logs.ingest import ingest
+    from flywheel.logs.options import IngestOptions
+    from flywheel.logs.sources import list_sources
 
     try:
         list_sources(args.source)
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e))
     except (OSError, ValueError) as e:  # unknown URI scheme, no credentials, ...
         return fail(f"cannot open {args.source}: {e}")
-    warehouse = args.warehouse or str(FlywheelPaths.from_env().warehouse)
+    warehouse = args.warehouse or str(storage_from_env().warehouse)
     bar, progress = _progress(sys.stderr.isatty() and not args.json)
     try:
         report = ingest(args.source, warehouse, log_date=args.log_date,

@@ -1,5 +1,9 @@
 """The DuckDB warehouse: one file holding clean task logs, quarantine and ingest history.
 
+It is part of `flywheel.logs` because every table defined here is a log table: ingest writes them,
+and later stages (mining, the verdict cache) open the same file through `connect` and add their own
+tables, so they depend on `flywheel.logs`, never the other way round.
+
 Table layout is a contract read by mining, the UI and users' own SQL:
 
 - `task_logs`: the TASK_LOG_SCHEMA columns (`id, timestamp, task_id, domain, model, messages,
@@ -102,12 +106,9 @@ def configure(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect(path: str | os.PathLike[str] | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the warehouse at `path` (default `$FLYWHEEL_HOME/warehouse.duckdb`)."""
-    if path is None:
-        from flywheel.paths import FlywheelPaths
-
-        path = FlywheelPaths.from_env().warehouse
+def connect(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating if needed) the warehouse at `path`; the caller says where it lives
+    (`FlywheelPaths.warehouse`, a resource's database, a CLI flag)."""
     if str(path) != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = configure(duckdb.connect(str(path), read_only=read_only))

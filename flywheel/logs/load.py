@@ -1,0 +1,250 @@
+"""Loading one ingest run into the warehouse: each batch validated and keyed in DuckDB, bad lines to
+`quarantine` with their reason, stored keys dropped as duplicates, the rows the prefilter flags
+redacted, and the rest written as Parquet part files with their keys in `task_log_ids`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from concurrent.futures import Executor
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_rows
+from flywheel.logs.jsonl import chunk_lines, json_error, jsonl_chunks
+from flywheel.logs.options import IngestOptions, IngestReport
+from flywheel.logs.sources import SourceFile
+from flywheel.logs.validate_sql import (
+    JSON_FIELDS,
+    OUT_COLS,
+    arrow_kind,
+    jsonl_sql,
+    lean_sql,
+    parquet_sql,
+    sql_literal,
+)
+from flywheel.logs.warehouse import task_logs_dir
+from flywheel.logs.writer import PartWriter
+
+
+class Loader:
+    """State of one ingest call: connection, run id, report, options, output files, and the threads
+    (`pool`, owned by the caller) that do a batch's Arrow work."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, opts: IngestOptions, log_date: dt.date | None,
+                 report: IngestReport, progress: Callable[[int], None] | None, pool: Executor):
+        self.con, self.opts, self.report, self.progress, self.pool = con, opts, report, progress, pool
+        self.log_date = log_date
+        self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
+        self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        self._jsonl_sql = lean_sql(jsonl_sql(opts), ())
+        self.out = PartWriter(task_logs_dir(con), report.run_id, pool, opts.workers)
+
+    # -- readers ------------------------------------------------------------------------------
+    def load_jsonl(self, src: SourceFile) -> None:
+        """One JSONL file, chunk by chunk (`jsonl_chunk_bytes`); an unreadable file is one quarantine row."""
+        try:
+            for before, piece in jsonl_chunks(src, self.opts.jsonl_chunk_bytes):
+                self._jsonl_piece(src, before, piece)
+        except OSError as e:  # unreadable / corrupt compressed file: one quarantined entry, keep going
+            self._file_error(src, f"file could not be read: {e}")
+
+    def _jsonl_piece(self, src: SourceFile, before: int, piece: bytes) -> None:
+        batch, not_utf8 = chunk_lines(before, piece)
+        bad = [self._qrow(src, n, "invalid_utf8", None, reason, raw) for n, reason, raw in not_utf8]
+        self.report.lines_read += len(batch) + len(bad)
+        if bad:
+            self._quarantine_rows(bad)
+        if len(batch):
+            self._finish_batch(src, None, query(self.con, self._jsonl_sql, _b=batch), (), 0, lines=batch)
+        if self.progress:
+            self.progress(len(batch) + len(bad))
+
+    def load_parquet(self, src: SourceFile) -> None:
+        """One Parquet file, `parquet_batch_rows` rows at a time; an unreadable file is one quarantine row."""
+        try:
+            pf = pq.ParquetFile(src.fs.open_input_file(src.path))
+        except Exception as e:  # noqa: BLE001 -- any unreadable file is a quarantine entry, never a crash
+            self._file_error(src, f"not a readable Parquet file: {e}")
+            return
+        schema = pf.schema_arrow
+        if isinstance(src.fs, pafs.LocalFileSystem) and "line_no" not in schema.names:
+            self._parquet_local(src, pf.metadata.num_rows, schema)
+            return
+        passthrough = tuple(c for c in TEXT_COLS if c in JSON_FIELDS and c in schema.names
+                            and arrow_kind(schema.field(c).type) == "string")
+        lean = lean_sql(parquet_sql(schema, self.opts), passthrough)
+        done = 0
+        batches = pf.iter_batches(batch_size=self.opts.parquet_batch_rows, use_threads=False)
+        while True:
+            try:
+                rb = next(batches, None)
+            except (OSError, pa.ArrowException) as e:  # corrupt page / row group: say where, keep going
+                self._file_error(src, f"Parquet read failed after row {done}: {e}")
+                return
+            if rb is None:
+                return
+            n = rb.num_rows
+            t = pa.Table.from_batches([rb]).append_column(
+                "line_no", pa.array(np.arange(done + 1, done + 1 + n, dtype=np.int64)))
+            t = pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK))  # zero-copy; lets DuckDB scan in parallel
+            done += n
+            self.report.lines_read += n
+            self._finish_batch(src, t, query(self.con, lean, _b=t), passthrough, done - n)
+            if self.progress:
+                self.progress(n)
+
+    def _parquet_local(self, src: SourceFile, rows: int, schema: pa.Schema) -> None:
+        """A local Parquet file: DuckDB reads it itself (much cheaper than decoding it with pyarrow
+        and handing the batches over), one row range per batch -- row groups outside the range are
+        skipped -- so memory stays flat and each batch sees the keys of the ones before."""
+        step = self.opts.parquet_batch_rows
+        path = sql_literal(src.path)
+        for a in range(0, rows, step):
+            b = min(rows, a + step)
+            reader = (f"(SELECT * EXCLUDE (file_row_number), file_row_number + 1 AS line_no "
+                      f"FROM read_parquet({path}, file_row_number = true) "
+                      f"WHERE file_row_number >= {a} AND file_row_number < {b})")
+            sql = lean_sql(parquet_sql(schema, self.opts, reader), ())
+            try:
+                cand = query(self.con, sql)
+            except duckdb.Error as e:  # corrupt page / row group: say where, keep going
+                self._file_error(src, f"Parquet read failed after row {a}: {e}")
+                return
+            if len(cand) != b - a:
+                raise AssertionError(f"read {len(cand)} rows of {src.name} [{a}, {b}), expected {b - a} (a bug)")
+            self.report.lines_read += b - a
+            self._finish_batch(src, None, cand, (), a)
+            if self.progress:
+                self.progress(b - a)
+
+    def _file_error(self, src: SourceFile, reason: str) -> None:
+        self.report.lines_read += 1
+        self._quarantine_rows([self._qrow(src, 0, "unreadable_file", None, f"{src.name}: {reason}", "")])
+
+    # -- one batch ----------------------------------------------------------------------------
+    def _finish_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
+                      base: int, lines: pa.Table | None = None) -> None:
+        """One batch (Parquet, or a JSONL chunk), validated and keyed by DuckDB (`cand`): quarantine, dedupe,
+        redact the rare prefilter hits, write. Columns in `passthrough` are taken from the Arrow batch `t`;
+        a JSONL chunk passes its raw `lines`, so an invalid line's quarantine reason says where the JSON breaks."""
+        bad = pc.is_valid(cand["err"])
+        if pc.any(bad).as_py():
+            self._quarantine_from_cand(src, cand.filter(bad), lines)
+            cand = cand.filter(pc.invert(bad))
+        n_clean = len(cand)
+        if not n_clean:
+            return
+        cand = self._drop_stored(cand)
+        if len(cand):
+            h = cand["h"].to_numpy()
+            hs = np.sort(h)
+            if (hs[1:] == hs[:-1]).any():  # maybe the same id twice in this batch: keep its first line
+                order = pc.sort_indices(cand, [("line_no", "ascending")])
+                cand = cand.take(order)
+                first = pa.table({"id": cand["id"], "i": np.arange(len(cand))}).group_by("id").aggregate([("i", "min")])
+                cand = cand.take(np.sort(first["i_min"].to_numpy()))
+        if passthrough:
+            idx = pa.array(cand["line_no"].to_numpy() - (base + 1))
+        cols = {c: (t[c].take(idx) if c in passthrough else cand[c]) for c in OUT_COLS}
+        n = len(cand)
+        red = pa.array(np.zeros(n, np.int32))
+        if self.opts.redact and n:
+            hit = prefilter_hits(cols, n, self.pool, self.opts.workers)
+        new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
+        if self.opts.redact and n:
+            if pc.any(hit).as_py():
+                new = self._redact(new, hit)
+        if n:
+            self._write(src, new)
+        self.report.ingested += n
+        self.report.duplicates += n_clean - n
+
+    def _drop_stored(self, cand: pa.Table) -> pa.Table:
+        """`cand` without the rows whose id is already in `task_log_ids` (duplicates). The join runs
+        on the narrow key columns only, and on the 64-bit hash first, so it stays cheap however large
+        the batch's text or the warehouse's history."""
+        keys = cand.select(["line_no", "h", "id"])
+        stored = query(self.con, "SELECT s.line_no FROM _s s SEMI JOIN task_log_ids k ON s.h = k.h AND s.id = k.id",
+                       _s=keys)
+        if not len(stored):
+            return cand
+        drop = pc.is_in(cand["line_no"], value_set=stored["line_no"].combine_chunks())
+        return cand.filter(pc.invert(drop))
+
+    def _redact(self, new: pa.Table, hit: pa.Array) -> pa.Table:
+        new, by_kind = redact_rows(self.con, new, hit)
+        for k, n in by_kind.items():
+            self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + n
+            self.report.redactions += n
+        return new
+
+    def _write(self, src: SourceFile, new: pa.Table) -> None:
+        n = len(new)
+        if self.log_date:
+            day = pa.array(np.full(n, np.datetime64(self.log_date.isoformat(), "D")), pa.date32())
+        else:
+            day = pc.cast(new["timestamp"], pa.date32())
+        name = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.name])).cast(pa.string())
+        at = pa.array(np.full(n, np.datetime64(self.now, "us")), pa.timestamp("us"))
+        out = pa.table({
+            **{c: new[c] for c in OUT_COLS},
+            "log_date": day, "source_file": name, "source_line": new["line_no"], "ingested_at": at,
+            "redactions": new["redactions"],
+        })
+        self.out.write(out)
+        self.con.register("_n", out.select(["id", "log_date"]))
+        try:
+            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date, ?, hash(id) FROM _n", [self.report.run_id])
+        finally:
+            self.con.unregister("_n")
+
+    # -- quarantine ---------------------------------------------------------------------------
+    def _qrow(self, src: SourceFile, line: int, kind: str, fld: str | None, reason: str, raw: str) -> dict:
+        return {"source_file": src.name, "source_line": line, "reason": reason, "field": fld,
+                "raw": raw[: self.opts.raw_preview_chars], "kind": kind, "log_date": None}
+
+    def _quarantine_from_cand(self, src: SourceFile, bad: pa.Table, lines: pa.Table | None) -> None:
+        rows = bad.select(["line_no", "err", "raw", "timestamp"]).to_pylist()
+        full: dict[int, str] = {}
+        need = [r["line_no"] for r in rows if r["err"]["k"] == "invalid_json"]
+        if need and lines is not None:
+            sel = lines.filter(pc.is_in(lines["line_no"], pa.array(need, pa.int64())))
+            full = dict(zip(sel["line_no"].to_pylist(), sel["line"].to_pylist(), strict=True))
+        out = []
+        for r in rows:
+            e, n = r["err"], r["line_no"]
+            msg = f"line {n}: {json_error(full[n])}" if e["k"] == "invalid_json" and n in full else e["m"]
+            q = self._qrow(src, n, e["k"], e["f"], msg, r["raw"] or "")
+            q["log_date"] = r["timestamp"].date() if r["timestamp"] else None
+            out.append(q)
+        self._quarantine_rows(out)
+
+    def _quarantine_rows(self, rows: list[dict]) -> None:
+        for r in rows:
+            self.report.by_reason[r["kind"]] = self.report.by_reason.get(r["kind"], 0) + 1
+        self.report.quarantined += len(rows)
+        t = pa.Table.from_pylist(rows, schema=_Q_SCHEMA)
+        self.con.register("_q", t)
+        try:
+            self.con.execute(
+                f"""INSERT INTO quarantine
+                SELECT DISTINCT ON (source_file, source_line, kind)
+                       source_file, source_line, coalesce({self.log_date_sql}, log_date), reason, field, raw,
+                       ?::TIMESTAMP, kind, ?
+                FROM _q
+                WHERE NOT EXISTS (SELECT 1 FROM quarantine q WHERE q.source_file = _q.source_file
+                                  AND q.source_line = _q.source_line AND q.kind = _q.kind)""",
+                [self.now, self.report.run_id],
+            )
+        finally:
+            self.con.unregister("_q")
+
+
+_Q_SCHEMA = pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),
+                       ("field", pa.string()), ("raw", pa.string()), ("kind", pa.string()), ("log_date", pa.date32())])

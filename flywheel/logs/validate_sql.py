@@ -1,0 +1,237 @@
+"""Validation SQL: the DuckDB queries that check, normalize and key one batch of task logs.
+
+Each query yields rows `line_no, err, raw` and the normalized TASK_LOG_SCHEMA columns: `err` is a
+struct (k = machine-readable kind, f = field, m = a message a person can act on) or NULL, `raw` the
+line or row as read (for quarantine), `id` NULL when the record had none (hashed by `lean_sql`).
+JSONL lines are checked from their text (`jsonl_sql`); Parquet rows by a query specialized to the
+file's column types (`parquet_sql`).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from flywheel.logs.options import IngestOptions
+from flywheel.logs.schema import REQUIRED_FIELDS, TASK_LOG_SCHEMA
+
+FIELDS: tuple[str, ...] = tuple(TASK_LOG_SCHEMA.names[:-1])  # all but `extra`
+STRING_FIELDS = ("task_id", "domain", "model")
+JSON_FIELDS = {"messages": "ARRAY", "outcome": "OBJECT", "reference": None}  # required JSON type
+OUT_COLS = (*FIELDS, "extra")
+"""The record columns a batch query returns, in TASK_LOG_SCHEMA order."""
+
+
+def sql_literal(s: str | None) -> str:
+    """`s` as a SQL string literal (NULL for None)."""
+    return "NULL" if s is None else "'" + str(s).replace("'", "''") + "'"
+
+
+def _err_case(checks: list[tuple[str, str, str | None, str]]) -> str:
+    """CASE over (condition, kind, field, message-SQL), first match wins -> struct or NULL."""
+    whens = " ".join(
+        f"WHEN {cond} THEN struct_pack(k := '{kind}', f := {sql_literal(fld)}::VARCHAR, m := {msg})"
+        for cond, kind, fld, msg in checks
+    )
+    return f"CASE {whens} END"
+
+
+def _msg(prefix: str, text_sql: str) -> str:
+    return f"'{prefix} ' || line_no || ': ' || {text_sql}"
+
+
+def _mib(n_sql: str) -> str:
+    return f"printf('%.1f MiB', {n_sql} / 1048576.0)"
+
+
+def jsonl_sql(opts: IngestOptions) -> str:
+    """Validation SQL for JSONL lines (table `_b`: line_no, line): every field's JSON type and text read
+    in one pass over the line, then the checks in order, the first that fails naming the reason."""
+    paths = "[" + ", ".join(f"'$.{f}'" for f in FIELDS) + "]"
+    known = "{" + ",".join(f'"{f}":null' for f in FIELDS) + "}"
+    cap, P = opts.max_field_bytes, "line"
+
+    def got(f: str) -> str:
+        return f"'got ' || lower(t_{f}) || ' ' || left(j_{f}, 80)"
+
+    checks: list[tuple[str, str, str | None, str]] = [
+        (f"strlen(line) > {opts.max_line_bytes}", "line_too_large", None,
+         _msg(P, f"'line is ' || {_mib('strlen(line)')} || ', over the {opts.max_line_bytes / 1048576:.1f} MiB line cap (max_line_bytes); split or trim the record'")),
+        ("NOT ok", "invalid_json", None, _msg(P, "'not valid JSON (truncated or malformed line)'")),
+        ("top <> 'OBJECT'", "not_object", None,
+         _msg(P, "'expected one JSON object per line, got ' || lower(top) || ' ' || left(line, 60)")),
+    ]
+    # id: optional, string or integer
+    checks.append(("j_id IS NOT NULL AND t_id NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
+                   _msg(P, "'field ''id'': expected string or integer, ' || " + got("id"))))
+    for f in REQUIRED_FIELDS:
+        j = f"j_{f}"
+        checks.append((f"{j} IS NULL", "missing_field", f, _msg(P, f"'missing required field ''{f}'''")))
+        checks.append((f"t_{f} = 'NULL'", "missing_field", f, _msg(P, f"'required field ''{f}'' is null'")))
+    for f in ("timestamp", *STRING_FIELDS):
+        j = f"j_{f}"
+        want = "ISO-8601 string" if f == "timestamp" else "string"
+        checks.append((f"t_{f} <> 'VARCHAR'", "wrong_type", f,
+                       _msg(P, f"'field ''{f}'': expected {want}, ' || " + f"'got ' || left({j}, 80)")))
+        checks.append((f"s_{f} = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty {want}, got \"\"'")))
+    for f, want in JSON_FIELDS.items():
+        if want:
+            checks.append((f"t_{f} <> '{want}'", "wrong_type", f,
+                           _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, ' || " + got(f))))
+    for f in FIELDS:
+        checks.append((f"strlen(j_{f}) > {cap}", "field_too_large", f,
+                       _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen(j_{f})')} || ', over the {cap / 1048576:.1f} MiB per-field cap (max_field_bytes)'")))
+    checks.append((f"strlen(x_extra) > {cap}", "field_too_large", "extra",
+                   _msg(P, f"'unknown fields total ' || {_mib('strlen(x_extra)')} || ', over the per-field cap'")))
+    checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
+                   _msg(P, "'field ''timestamp'': ''' || left(s_timestamp, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+    cols = ", ".join(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}, s[{i + 1}] AS s_{f}" for i, f in enumerate(FIELDS))
+    return f"""
+    WITH a AS (
+        SELECT line_no, line, json_valid(line) AS ok FROM _b
+    ), a2 AS (  -- `top` in its own step: were json_type(line) repeated in b's guards, DuckDB would hoist
+                --  the shared call out of the CASEs and run it on malformed lines too (an error)
+        SELECT line_no, line, ok, CASE WHEN ok THEN json_type(line) END AS top FROM a
+    ), b AS (  -- one pass each for the values, their JSON types and their unquoted strings (paths in FIELDS order)
+        SELECT line_no, line, ok, top,
+               CASE WHEN top = 'OBJECT' THEN json_extract(line, {paths}) END AS v,
+               CASE WHEN top = 'OBJECT' THEN json_type(line, {paths}) END AS t,
+               CASE WHEN top = 'OBJECT' THEN json_extract_string(line, {paths}) END AS s
+        FROM a2
+    ), c AS (
+        SELECT line_no, line, ok, top, {cols},
+               CASE WHEN top = 'OBJECT' THEN nullif(json_merge_patch(line, '{known}')::VARCHAR, '{{}}') END AS x_extra
+        FROM b
+    ), d AS (
+        SELECT *, TRY_CAST(s_timestamp AS TIMESTAMPTZ) AS ts FROM c
+    ), e AS (
+        SELECT *, {_err_case(checks)} AS err FROM d
+    )
+    SELECT line_no, err,
+           CASE WHEN err IS NOT NULL THEN left(line, {opts.raw_preview_chars}) END AS raw,
+           CASE WHEN t_id = 'VARCHAR' THEN nullif(s_id, '')
+                WHEN t_id IN ('BIGINT', 'UBIGINT') THEN j_id::VARCHAR END AS id,
+           ts AS timestamp, s_task_id AS task_id, s_domain AS domain, s_model AS model,
+           j_messages::VARCHAR AS messages, j_outcome::VARCHAR AS outcome,
+           CASE WHEN t_reference <> 'NULL' THEN j_reference::VARCHAR END AS reference,
+           x_extra AS extra
+    FROM e
+    """
+
+
+def arrow_kind(t: pa.DataType) -> str:
+    """What a Parquet column's type can hold for a record field: string, int, time, list, object or other."""
+    if pa.types.is_dictionary(t):
+        return arrow_kind(t.value_type)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "time"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "list"
+    if pa.types.is_struct(t) or pa.types.is_map(t):
+        return "object"
+    return "other"
+
+
+def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> str:
+    """Validation SQL for one Parquet file, specialized to its column types. `source` is the
+    relation with the file's columns plus `line_no` (a registered Arrow batch, or a read_parquet)."""
+    cap, P = opts.max_field_bytes, "row"
+    names = set(schema.names)
+    q = {n: '"' + n.replace('"', '""') + '"' for n in schema.names}
+    checks: list[tuple[str, str, str | None, str]] = []
+    val: dict[str, str] = {}
+    pre: list[str] = []
+    for f in FIELDS:
+        required = f in REQUIRED_FIELDS
+        if f not in names:
+            val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
+            if required:
+                checks.append(("TRUE", "missing_field", f, _msg(P, f"'missing required field ''{f}'' (no such column)'")))
+            continue
+        c, kind, tname = q[f], arrow_kind(schema.field(f).type), str(schema.field(f).type)
+        if required:
+            checks.append((f"{c} IS NULL", "missing_field", f, _msg(P, f"'required field ''{f}'' is null'")))
+        bad_type = (f"{c} IS NOT NULL", "wrong_type", f)
+        if f == "timestamp":
+            if kind == "time":
+                val[f] = f"CAST({c} AS TIMESTAMPTZ)"
+            elif kind == "string":
+                val[f] = f"TRY_CAST({c} AS TIMESTAMPTZ)"
+                checks.append((f"{c} IS NOT NULL AND {val[f]} IS NULL", "bad_timestamp", f,
+                               _msg(P, f"'field ''timestamp'': ''' || left({c}, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+            else:
+                val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
+                checks.append((*bad_type, _msg(P, f"'field ''timestamp'': expected ISO-8601 string or timestamp column, got {tname} ' || left({c}::VARCHAR, 60)")))
+        elif f in JSON_FIELDS:
+            want = JSON_FIELDS[f]
+            if kind == "string":
+                val[f] = c
+                jt = f"jt_{f}"  # one parse: TRY(json_type) is NULL exactly when the text is not JSON
+                pre.append(f"TRY(json_type({c})) AS {jt}")
+                checks.append((f"{c} IS NOT NULL AND {jt} IS NULL", "invalid_json", f,
+                               _msg(P, f"'field ''{f}'' is not valid JSON: ' || left({c}, 60)")))
+                if want:
+                    checks.append((f"{jt} <> '{want}'", "wrong_type", f,
+                                   _msg(P, f"'field ''{f}'': expected JSON {want.lower()}, got ' || lower({jt}) || ' ' || left({c}, 60)")))
+            elif kind in ("list", "object") and (want is None or (want == "ARRAY") == (kind == "list")):
+                val[f] = f"to_json({c})::VARCHAR"
+            else:
+                val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
+                checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected JSON {(want or 'value').lower()}, got {tname} column'")))
+            checks.append((f"strlen({val[f]}) > {cap}", "field_too_large", f,
+                           _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen({val[f]})')} || ', over the {cap / 1048576:.1f} MiB per-field cap (max_field_bytes)'")))
+        else:  # id and the string fields
+            if kind == "string" or (kind == "int" and f == "id"):
+                val[f] = f"nullif({c}::VARCHAR, '')" if f == "id" else c
+                if f != "id":
+                    checks.append((f"{c} = ''", "wrong_type", f, _msg(P, f"'field ''{f}'': expected non-empty string, got \"\"'")))
+                    checks.append((f"strlen({c}) > {cap}", "field_too_large", f,
+                                   _msg(P, f"'field ''{f}'' is ' || {_mib(f'strlen({c})')} || ', over the per-field cap'")))
+            else:
+                val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
+                checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected string, got {tname} ' || left({c}::VARCHAR, 60)")))
+    unknown = [n for n in schema.names if n not in FIELDS and n not in ("extra", "line_no")]
+    extra_parts = []
+    if "extra" in names and arrow_kind(schema.field("extra").type) == "string":
+        extra_parts.append(f"CASE WHEN json_valid({q['extra']}) THEN {q['extra']} END")
+    elif "extra" in names:
+        unknown.append("extra")
+    if unknown:
+        obj = "json_object(" + ", ".join(f"{sql_literal(n)}, {q[n]}" for n in unknown) + ")"
+        extra_parts.append(obj)
+    if not extra_parts:
+        val["extra"] = "NULL::VARCHAR"
+    elif len(extra_parts) == 1:
+        val["extra"] = f"{extra_parts[0]}::VARCHAR"
+    else:
+        val["extra"] = f"json_merge_patch(coalesce({extra_parts[0]}, '{{}}'), {extra_parts[1]})::VARCHAR"
+    cols = ", ".join(f"{val[f]} AS n_{f}" for f in (*FIELDS, "extra"))
+    row = "struct_pack(" + ", ".join(f"{q[n]} := i.{q[n]}" for n in schema.names) + ")"
+    return f"""
+    SELECT line_no, err,
+           CASE WHEN err IS NOT NULL THEN left(to_json({row})::VARCHAR, {opts.raw_preview_chars}) END AS raw,
+           {", ".join(f"n_{f} AS {f}" for f in (*FIELDS, "extra"))}
+    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM (SELECT *{"".join(", " + p for p in pre)} FROM {source})) i
+    """
+
+
+_HASH_SRC = ("concat_ws(chr(31), epoch_us(timestamp)::VARCHAR, task_id, domain, model, messages, outcome, "
+             "coalesce(reference, ''), coalesce(extra, ''))")
+"""What a record without an `id` is keyed by (its md5): the canonical record, field by field."""
+
+
+def lean_sql(sql: str, passthrough: tuple[str, ...]) -> str:
+    """The batch query over `sql` (`jsonl_sql` or `parquet_sql`): validation, key and a 64-bit hash of
+    the key -- but NOT the big JSON text columns that are already strings in the file (`passthrough`):
+    those never round-trip through DuckDB; Python takes them straight from the Arrow batch. Stored
+    keys are looked up afterwards on the narrow (line_no, h, id) columns alone (`Loader._drop_stored`): joining `task_log_ids` here
+    would build the join's hash table out of the batch's whole rows, text and all."""
+    rest = ", ".join(c for c in OUT_COLS if c not in ("id", *passthrough))
+    return f"""
+    SELECT line_no, err, raw, id, {rest}, hash(id) AS h FROM (
+        SELECT line_no, err, raw, CASE WHEN err IS NULL THEN coalesce(id, md5({_HASH_SRC})) END AS id, {rest}
+        FROM ({sql}) v0)
+    """

@@ -1,0 +1,69 @@
+"""Writing the `task_logs` Parquet part files of one ingest run (the files behind the `task_logs` view)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from concurrent.futures import Executor, wait
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from flywheel.logs.arrow_ops import pieces
+from flywheel.logs.warehouse import TASK_LOGS_ARROW
+
+_STATS_COLS = ["id", "timestamp", "task_id", "domain", "model", "log_date", "source_file", "source_line",
+               "ingested_at", "redactions"]
+
+
+class PartWriter:
+    """Parquet files of one run: `<task_logs dir>/<YYYY-MM-DD>/part-<run>-<seq>.parquet`, per batch and
+    day one file for each slice of >= 64k rows, encoded in parallel threads, each written under a
+    temporary name and renamed only when all files of the batch are complete, so the `task_logs` view
+    never sees a half-written batch. The encoding threads are `workers` threads of the caller's `pool`."""
+
+    def __init__(self, folder: Path, run_id: str, pool: Executor, workers: int):
+        self.folder, self.run_id = folder, run_id
+        self.pool, self.workers = pool, workers
+        self.paths: list[Path] = []
+        self._seq = 0
+
+    @staticmethod
+    def _encode(job: tuple[pa.Table, Path]) -> Path:
+        part, path = job
+        tmp = path.with_name(f".{path.name}.tmp")
+        pq.write_table(part.cast(TASK_LOGS_ARROW), tmp, compression="snappy",
+                       use_dictionary=["task_id", "domain", "model", "source_file"],
+                       write_statistics=_STATS_COLS)  # min/max of long JSON text: costly, never used
+        return tmp
+
+    def write(self, table: pa.Table) -> None:
+        """Write one batch of `task_logs` rows (TASK_LOGS_ARROW columns): all its files appear, or none."""
+        days = table["log_date"].unique()
+        jobs: list[tuple[pa.Table, Path]] = []
+        for day in days.to_pylist():
+            part = table if len(days) == 1 else table.filter(pc.equal(table["log_date"], pa.scalar(day, pa.date32())))
+            for off, ln in pieces(len(part), self.workers, min_rows=65_536):
+                path = self.folder / day.isoformat() / f"part-{self.run_id}-{self._seq:05d}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._seq += 1
+                jobs.append((part.slice(off, ln), path))
+        futures = [self.pool.submit(self._encode, j) for j in jobs]
+        wait(futures)
+        failed = [f.exception() for f in futures if f.exception() is not None]
+        if failed:  # nothing of this batch becomes visible
+            for _, path in jobs:
+                with contextlib.suppress(OSError):
+                    path.with_name(f".{path.name}.tmp").unlink()
+            raise failed[0]
+        tmps = [f.result() for f in futures]
+        for tmp, (_, path) in zip(tmps, jobs, strict=True):
+            os.replace(tmp, path)
+            self.paths.append(path)
+
+    def discard(self) -> None:
+        """Delete every file this run wrote (a failed run leaves nothing behind)."""
+        for p in self.paths:
+            p.unlink(missing_ok=True)
