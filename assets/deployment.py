@@ -4,10 +4,10 @@ import json
 
 import dagster as dg
 
-from assets.evaluation import policy_path
+from assets.metadata import latest_metadata, upstream_value
 from assets.partitions import base_models
 from flywheel.registry.gate import GateConfig
-from resources.mlflow import MlflowResource
+from resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-deploy"]
 
@@ -23,18 +23,6 @@ class DeployConfig(dg.Config):
 
     def to_lib(self) -> GateConfig:
         return GateConfig(primary=self.primary, margin=self.margin, non_inferiority=self.non_inferiority)
-
-
-def training_lineage(context: dg.AssetExecutionContext, release: str) -> tuple[str | None, list[str]]:
-    """The MLflow training run and log partitions `rlvr_policy` recorded for this base model."""
-    recs = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("rlvr_policy"), asset_partitions=[release]), limit=1).records
-    meta = {k: getattr(v, "value", v) for k, v in (recs[0].asset_materialization.metadata if recs else {}).items()}
-    run_id = meta.get("mlflow_run_id") or meta.get("run_id")
-    parts = meta.get("log_partitions") or []
-    if isinstance(parts, str):
-        parts = json.loads(parts) if parts.startswith("[") else [p for p in parts.split(",") if p]
-    return (str(run_id) if run_id else None), list(parts)
 
 
 @dg.asset(
@@ -53,21 +41,21 @@ def training_lineage(context: dg.AssetExecutionContext, release: str) -> tuple[s
                 "`flywheel rollback` undoes a promotion.",
 )
 def deployed_model(
-    context: dg.AssetExecutionContext, config: DeployConfig, mlflow: MlflowResource
+    context: dg.AssetExecutionContext, config: DeployConfig, storage: StorageResource
 ) -> dg.MaterializeResult:
     from flywheel.evaluation.candidate import eval_dir
     from flywheel.gpu import GpuSpec
-    from flywheel.paths import FlywheelPaths
     from flywheel.registry.deploy import champion_regression, deploy_candidate
 
-    release, paths = context.partition_key, FlywheelPaths.from_env().ensure()
-    run_id, parts = training_lineage(context, release)
+    release, paths = context.partition_key, storage.paths()
+    training = latest_metadata(context.instance, "rlvr_policy", release)
     res = deploy_candidate(
-        policy_path(release), release, eval_dir(paths, release), parts, run_id, gate=config.to_lib(),
-        gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind), paths=paths,
-        tracking_uri=mlflow.uri(), extra_lineage={"dagster_run_id": context.run_id},
+        upstream_value(context, "rlvr_policy", "policy_path"), release, eval_dir(paths, release), paths,
+        training.get("log_partitions") or [], training.get("mlflow_run_id") or None, gate=config.to_lib(),
+        gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind),
+        extra_lineage={"dagster_run_id": context.run_id},
     )
-    ok, details = champion_regression(mlflow.uri(), tolerance=config.non_inferiority)
+    ok, details = champion_regression(paths.mlflow_uri, tolerance=config.non_inferiority)
     context.log.info(res.decision.reason)
     return dg.MaterializeResult(
         metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,

@@ -2,11 +2,12 @@
 
 import dagster as dg
 
+from assets.metadata import upstream_value
 from assets.partitions import base_models
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
 from resources.gpu import GpuResource, gpu_op_tags
-from resources.mlflow import MlflowResource
+from resources.storage import StorageResource
 
 EVAL_GPU = GpuSpec(count=1)
 """Evaluation samples with the rollout engine: one GPU where there is one (CPU otherwise)."""
@@ -38,26 +39,6 @@ class EvalReportConfig(dg.Config):
         )
 
 
-def base_model_path(context: dg.AssetExecutionContext, release: str):
-    """The checkpoint folder the `base_model` asset recorded for this partition (metadata `path`)."""
-    from flywheel.paths import FlywheelPaths
-
-    records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("base_model"), asset_partitions=[release]), limit=1
-    ).records
-    for rec in records:
-        path = rec.asset_materialization.metadata.get("path")
-        if path is not None:
-            return str(getattr(path, "value", path))
-    return str(FlywheelPaths.from_env().models / "base" / release)
-
-
-def policy_path(release: str):
-    from flywheel.paths import FlywheelPaths
-
-    return FlywheelPaths.from_env().models / "policies" / release
-
-
 @dg.asset(
     partitions_def=base_models,
     deps=["rlvr_policy"],
@@ -79,16 +60,14 @@ def policy_path(release: str):
                 "With no champion yet, the base model is the champion (the 'before' numbers).",
 )
 def eval_report(
-    context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource, mlflow: MlflowResource
+    context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource, storage: StorageResource
 ) -> dg.MaterializeResult:
     from flywheel.evaluation.candidate import dagster_summary, evaluate_candidate, training_prompts
-    from flywheel.paths import FlywheelPaths
-
-    release, paths = context.partition_key, FlywheelPaths.from_env().ensure()
+    release, paths = context.partition_key, storage.paths()
     prompts = training_prompts(paths.warehouse)
     ev = evaluate_candidate(
-        policy_path(release), release, base_model_path(context, release), config.to_lib(), paths,
-        mlflow.uri(), train_prompts=prompts or [], tolerance=config.regression_tolerance,
+        upstream_value(context, "rlvr_policy", "policy_path"), release, upstream_value(context, "base_model", "path"),
+        config.to_lib(), paths, train_prompts=prompts or [], tolerance=config.regression_tolerance,
         device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},
     )
     c = ev.candidate.contamination

@@ -14,7 +14,7 @@ import os
 import dagster as dg
 
 from assets.partitions import DEFAULT_BASE_MODEL, base_models, daily_logs
-from resources.mlflow import MlflowResource
+from resources.storage import StorageResource
 
 DAILY_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
 BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model")
@@ -67,14 +67,12 @@ daily_turn_schedule = dg.build_schedule_from_partitioned_job(
 )
 
 
-def current_base_model(instance: dg.DagsterInstance, tracking_uri: str = "") -> str:
+def current_base_model(instance: dg.DagsterInstance, tracking_uri: str) -> str:
     """The champion's base model if it is a known partition, else the newest partition, else the default."""
-    from flywheel.paths import FlywheelPaths
     from flywheel.registry.mlflow_registry import champion_base_model
 
     known = instance.get_dynamic_partitions(base_models.name)
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().mlflow_uri
-    champ = champion_base_model(uri)
+    champ = champion_base_model(tracking_uri)
     if champ and champ in known:
         return champ
     return known[-1] if known else DEFAULT_BASE_MODEL
@@ -85,10 +83,10 @@ def current_base_model(instance: dg.DagsterInstance, tracking_uri: str = "") -> 
     name="chain_base_model_job", default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30,
     description="When a day's data run succeeds, train/evaluate/deploy on the champion's base model.",
 )
-def chain_base_model_job(context: dg.RunStatusSensorContext, mlflow: MlflowResource):
+def chain_base_model_job(context: dg.RunStatusSensorContext, storage: StorageResource):
     if TURN_TAG in context.dagster_run.tags:
         return dg.SkipReason("started by `flywheel turn`, which runs base_model_job itself")
-    base = current_base_model(context.instance, mlflow.uri())
+    base = current_base_model(context.instance, storage.paths().mlflow_uri)
     day = context.dagster_run.tags.get("dagster/partition", "")
     req = dg.RunRequest(run_key=f"{context.dagster_run.run_id}:{base}", partition_key=base,
                         tags={"flywheel/log_partition": day})
@@ -100,14 +98,15 @@ def chain_base_model_job(context: dg.RunStatusSensorContext, mlflow: MlflowResou
 @dg.sensor(
     job=base_model_job, name="base_model_release_sensor", minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Watches the base-model releases folder ($FLYWHEEL_BASE_MODELS_DIR, default "
-                "$FLYWHEEL_HOME/models/base); each new checkpoint folder becomes a `base_model` partition "
+    description="Watches the base-model releases folder (storage.releases_dir, default models/base under the "
+                "storage home; $FLYWHEEL_BASE_MODELS_DIR in the embedded default); each new checkpoint folder becomes a `base_model` partition "
                 "and a run that backfills base_model -> rlvr_policy -> eval_report -> deployed_model for it.",
 )
-def base_model_release_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-    from flywheel.registry.releases import discover_releases, releases_dir
+def base_model_release_sensor(context: dg.SensorEvaluationContext,
+                              storage: StorageResource) -> dg.SensorResult | dg.SkipReason:
+    from flywheel.registry.releases import discover_releases
 
-    directory = releases_dir()
+    directory = storage.paths().releases
     known = set(context.instance.get_dynamic_partitions(base_models.name))
     new = [r for r in discover_releases(directory) if r not in known]
     if not new:

@@ -5,11 +5,12 @@ import base64
 
 import dagster as dg
 
+from assets.metadata import latest_metadata, upstream_value
 from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
 from flywheel.train.recipe import TINY_RLVR, domain_weights
 from resources.gpu import GpuResource, gpu_op_tags
-from resources.mlflow import MlflowResource
+from resources.storage import StorageResource
 from resources.trainer import TrainerResource
 
 TRAIN_GPU = GpuSpec(count=1)
@@ -52,19 +53,6 @@ class RlvrConfig(dg.Config):
         )
 
 
-def base_model_dir(context: dg.AssetExecutionContext, release: str) -> str:
-    """The checkpoint folder the `base_model` asset recorded (metadata `path`), else the default location."""
-    from flywheel.paths import FlywheelPaths
-
-    recs = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("base_model"), asset_partitions=[release]), limit=1).records
-    for rec in recs:
-        path = rec.asset_materialization.metadata.get("path")
-        if path is not None:
-            return str(getattr(path, "value", path))
-    return str(FlywheelPaths.from_env().models / "base" / release)
-
-
 @dg.asset(
     partitions_def=base_models, deps=["base_model", "task_pool", "verifiers"], group_name="training",
     kinds={"pytorch", "mlflow"}, pool=TRAIN_GPU.pool, op_tags=gpu_op_tags(TRAIN_GPU),
@@ -74,15 +62,17 @@ def base_model_dir(context: dg.AssetExecutionContext, release: str) -> str:
                 "task pool, rewards from the validated verifiers; policy at models/policies/<partition>.",
 )
 def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
-                mlflow: MlflowResource) -> dg.MaterializeResult:
+                storage: StorageResource) -> dg.MaterializeResult:
     import math
 
     from flywheel.train.api import train_policy
 
     release = context.partition_key
     cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
-    res = train_policy(cfg, base_model_dir(context, release), release, telemetry=mlflow.telemetry(),
-                       data_partitions={"dagster_run_id": context.run_id},
+    log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])
+    res = train_policy(cfg, upstream_value(context, "base_model", "path"), release, paths=storage.paths(),
+                       telemetry=storage.telemetry(),
+                       data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions},
                        time_budget_s=config.time_budget_s or None)
     rewards = [h.get("reward/mean", float("nan")) for h in res.history]
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
@@ -90,6 +80,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     return dg.MaterializeResult(
         metadata={
             "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
+            "log_partitions": dg.MetadataValue.json(log_partitions),
             "mlflow_run_id": res.mlflow_run_id or "", "mlflow_run": dg.MetadataValue.text(res.mlflow_run_url or ""),
             "final_reward": dg.MetadataValue.float(float(res.final_reward)),
             "steps": res.steps_done, "wall_s": round(res.wall_s, 1),

@@ -1,33 +1,14 @@
-"""The embedded default resources: everything local, under `$FLYWHEEL_HOME`."""
+"""The embedded default resources, chosen in one place: everything local, under the storage home."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-RESOURCE_FACTORIES: tuple[str, ...] = (
-    "resources.gpu",
-    "resources.warehouse",
-    "resources.mlflow",
-    "resources.sandbox",
-    "resources.rollout",
-    "resources.trainer",
-)
-"""Modules that may define `default_resources() -> dict[str, resource]`."""
+from resources import rollout, sandbox, storage, trainer
+from resources.gpu import GpuResource
 
 
 def default_resources() -> dict[str, Any]:
-    from resources.gpu import GpuResource
-
-    out: dict[str, Any] = {"gpu": GpuResource()}
-    for name in RESOURCE_FACTORIES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-            continue
-        factory = getattr(mod, "default_resources", None)
-        if factory:
-            out.update(factory())
-    return out
+    """Every resource the assets name: storage (`$FLYWHEEL_HOME`), CPU/GPU placement, sandbox, engines, trainer."""
+    return {"gpu": GpuResource(), **storage.default_resources(), **sandbox.default_resources(),
+            **rollout.default_resources(), **trainer.default_resources()}

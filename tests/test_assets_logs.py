@@ -1,4 +1,4 @@
-"""raw_task_logs / task_logs with the real DuckDB resource and dagster.materialize(); checks fail when they should."""
+"""raw_task_logs / task_logs with the real storage resource (DuckDB warehouse) and dagster.materialize(); checks fail when they should."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dagster_duckdb import DuckDBResource
 
 from assets.logs import CHECKS, raw_task_logs, task_logs
-from resources.warehouse import LogSourceResource
+from resources.storage import StorageResource
 
 DAY = "2026-12-01"
 
@@ -31,8 +30,7 @@ def write_day(root, lines: list[str], day: str = DAY) -> None:
 
 
 def resources(home, template: str = "") -> dict:
-    return {"duckdb": DuckDBResource(database=str(home / "warehouse.duckdb")),
-            "log_source": LogSourceResource(uri_template=template)}
+    return {"storage": StorageResource(home=str(home), raw_logs_uri=template)}
 
 
 def run(home, template: str = "", day: str = DAY, run_config: dict | None = None):
@@ -85,7 +83,7 @@ def test_unknown_domain_is_kept_and_flagged(flywheel_home):
 
 
 def test_null_task_id_from_another_writer_fails_the_check(flywheel_home):
-    from flywheel.warehouse import TASK_LOGS_ARROW, connect, task_logs_dir
+    from flywheel.logs.warehouse import TASK_LOGS_ARROW, connect, task_logs_dir
 
     write_day(flywheel_home.raw_logs, [line(1)])
     con = connect(flywheel_home.warehouse)
@@ -107,7 +105,7 @@ def test_uri_template_and_missing_day(flywheel_home, tmp_path):
     r1 = dg.materialize([raw_task_logs], partition_key="2026-12-02",
                         resources=resources(flywheel_home.home, f"file://{logs}/{{date}}"))
     assert r1.asset_materializations_for_node("raw_task_logs")[0].metadata["ingested"].value == 3
-    from flywheel.warehouse import connect
+    from flywheel.logs.warehouse import connect
 
     con = connect(flywheel_home.warehouse)
     assert con.execute("SELECT DISTINCT log_date::VARCHAR FROM task_logs").fetchall() == [("2026-12-02",)]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dagster as dg
 import duckdb
 import pytest
-from dagster_duckdb import DuckDBResource
 
 from assets.mining import ASSETS, CHECKS, MiningRunConfig, failure_cases, task_pool
 from flywheel.mining import MiningConfig
+from resources.storage import StorageResource
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +25,8 @@ def warehouse(tmp_path_factory):
 
 
 def _materialize(wh, selection=None, run_config=None):
-    return dg.materialize([*ASSETS, *CHECKS], selection=selection, resources={"duckdb": DuckDBResource(
-        database=str(wh))}, run_config=run_config, raise_on_error=False)
+    return dg.materialize([*ASSETS, *CHECKS], selection=selection, resources={"storage": StorageResource(
+        home=str(wh.parent))}, run_config=run_config, raise_on_error=False)
 
 
 def test_config_converts_to_library_config():
@@ -47,6 +47,7 @@ def test_materialize_mining_assets(warehouse):
     pmeta = mats["task_pool"].materialization.metadata
     assert pmeta["dagster/row_count"].value > 50 and pmeta["decontaminated"].value >= 1
     assert "| math |" in pmeta["pool_by_domain"].value
+    assert pmeta["log_partitions"].value == ["2026-12-01", "2026-12-02"]  # the days the pool's records came from
     checks = {e.asset_check_key.name: e.passed for e in res.get_asset_check_evaluations()}
     assert checks == {"task_pool_covers_domains": True, "task_pool_decontaminated": True}
     con = duckdb.connect(str(warehouse), read_only=True)

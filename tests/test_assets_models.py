@@ -7,12 +7,13 @@ import dagster as dg
 pytest_plugins = ("tests.fixtures_models",)
 
 
-def _materialize(instance: dg.DagsterInstance, key: str, config: dict | None = None) -> dg.ExecuteInJobResult:
+def _materialize(instance: dg.DagsterInstance, storage, key: str, config: dict | None = None) -> dg.ExecuteInJobResult:
     from assets.models import base_model
 
     instance.add_dynamic_partitions("base_model", [key])
     run_config = {"ops": {"base_model": {"config": config}}} if config else None
-    return dg.materialize([base_model], instance=instance, partition_key=key, run_config=run_config)
+    return dg.materialize([base_model], instance=instance, partition_key=key, run_config=run_config,
+                          resources={"storage": storage})
 
 
 def _meta(result: dg.ExecuteInJobResult) -> dict:
@@ -21,12 +22,12 @@ def _meta(result: dg.ExecuteInJobResult) -> dict:
     return {k: getattr(v, "value", v) for k, v in mats[0].metadata.items()}
 
 
-def test_tiny_release_partition_builds_once_then_reuses(tiny_model_dir, flywheel_home):
+def test_tiny_release_partition_builds_once_then_reuses(tiny_model_dir, flywheel_home, storage):
     from tests.fixtures_models import install_tiny_quick
 
     install_tiny_quick(tiny_model_dir, flywheel_home.models)  # the session's build, same recipe hash
     with dg.instance_for_test() as instance:
-        res = _materialize(instance, "tiny-quick")
+        res = _materialize(instance, storage, "tiny-quick")
         assert res.success
         meta = _meta(res)
         assert meta["kind"] == "tiny" and meta["cached"] is True
@@ -36,37 +37,39 @@ def test_tiny_release_partition_builds_once_then_reuses(tiny_model_dir, flywheel
         assert instance.get_dynamic_partitions("base_model") == ["tiny-quick"]
 
 
-def test_checkpoint_folder_partition_registers_the_users_model(tiny_model_dir, flywheel_home, tmp_path):
+def test_checkpoint_folder_partition_registers_the_users_model(tiny_model_dir, storage, tmp_path):
     import shutil
 
     models = tmp_path / "my_models"
     shutil.copytree(tiny_model_dir, models / "llama-mine")
     with dg.instance_for_test() as instance:
-        res = _materialize(instance, "llama-mine", {"models_dir": str(models)})
+        res = _materialize(instance, storage, "llama-mine", {"models_dir": str(models)})
         meta = _meta(res)
         assert meta["kind"] == "hf" and meta["path"] == str((models / "llama-mine").resolve())
         assert meta["cached"] is False and "recipe_hash" not in meta
 
 
-def test_unknown_release_fails_with_a_clear_error(flywheel_home):
+def test_unknown_release_fails_with_a_clear_error(storage):
     from assets.models import base_model
 
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("base_model", ["qwen-missing"])
-        res = dg.materialize([base_model], instance=instance, partition_key="qwen-missing", raise_on_error=False)
+        res = dg.materialize([base_model], instance=instance, partition_key="qwen-missing", raise_on_error=False,
+                             resources={"storage": storage})
         assert not res.success
         failure = [e for e in res.all_events if e.is_step_failure][0]
         assert "no HF checkpoint folder" in str(failure.step_failure_data.error)
 
 
-def test_load_check_passes_for_a_built_release(tiny_model_dir, flywheel_home):
+def test_load_check_passes_for_a_built_release(tiny_model_dir, flywheel_home, storage):
     from assets.models import base_model, base_model_loads
     from tests.fixtures_models import install_tiny_quick
 
     install_tiny_quick(tiny_model_dir, flywheel_home.models)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("base_model", ["tiny-quick"])
-        res = dg.materialize([base_model, base_model_loads], instance=instance, partition_key="tiny-quick")
+        res = dg.materialize([base_model, base_model_loads], instance=instance, partition_key="tiny-quick",
+                             resources={"storage": storage})
         assert res.success
         evals = res.get_asset_check_evaluations()
         assert len(evals) == 1 and evals[0].passed

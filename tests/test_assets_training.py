@@ -7,7 +7,6 @@ import mlflow
 
 from assets.training import RlvrConfig, rlvr_policy
 from resources.gpu import GpuResource
-from resources.mlflow import MlflowResource
 from resources.trainer import TrainerResource
 
 
@@ -19,18 +18,23 @@ def test_config_converts_to_the_library_config():
     assert (cfg.lr_schedule, cfg.advantage, cfg.max_refill_rounds) == ("cosine", "dr_grpo", 1)
 
 
-def test_rlvr_policy_materializes(flywheel_home):
+def test_rlvr_policy_materializes(flywheel_home, storage):
     from test_trainer import tiny_policy
 
     release = "test-tiny"
-    tiny_policy(flywheel_home.models / "base" / release)
+    base = tiny_policy(flywheel_home.models / "base" / release)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("base_model", [release])
+    # what base_model and task_pool record upstream: the checkpoint folder, the pool's log partitions
+    instance.report_runless_asset_event(dg.AssetMaterialization(
+        "base_model", partition=release, metadata={"path": dg.MetadataValue.path(str(base))}))
+    instance.report_runless_asset_event(dg.AssetMaterialization(
+        "task_pool", metadata={"log_partitions": dg.MetadataValue.json(["2026-12-01"])}))
     run_config = dg.RunConfig({"rlvr_policy": RlvrConfig(
         steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8, domain_weights={"math": 1.0}, checkpoint_every=1)})
     result = dg.materialize(
         [rlvr_policy], partition_key=release, instance=instance, run_config=run_config,
-        resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "mlflow": MlflowResource()},
+        resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "storage": storage},
     )
     assert result.success
     mat = result.asset_materializations_for_node("rlvr_policy")[0]
@@ -38,6 +42,7 @@ def test_rlvr_policy_materializes(flywheel_home):
     policy = flywheel_home.models / "policies" / release
     assert md["policy_path"].value == str(policy) and (policy / "config.json").exists()
     assert md["steps"].value == 2
+    assert md["log_partitions"].value == ["2026-12-01"]  # passed on to deployed_model's registered version
     assert "data:image/png;base64," in md["reward_curve"].value
     run = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri).get_run(md["mlflow_run_id"].value)
     assert run.info.status == "FINISHED" and run.data.params["manifest.data.base_model"] == release

@@ -44,17 +44,22 @@ def test_jobs_split_by_partitions_and_schedule_targets_daily_job():
         assert node.description and node.owners and node.group_name in ("evaluation", "deployment")
 
 
-def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path, monkeypatch):
+def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path):
+    from resources.storage import StorageResource
+
     releases = tmp_path / "releases"
-    monkeypatch.setenv("FLYWHEEL_BASE_MODELS_DIR", str(releases))
+    storage = StorageResource(home=str(tmp_path / "home"), releases_dir=str(releases))
     instance = dg.DagsterInstance.ephemeral()
-    ctx = dg.build_sensor_context(instance=instance)
-    assert isinstance(base_model_release_sensor(ctx), dg.SkipReason)  # folder does not exist yet
+
+    def tick():
+        return base_model_release_sensor(dg.build_sensor_context(instance=instance, resources={"storage": storage}))
+
+    assert isinstance(tick(), dg.SkipReason)  # folder does not exist yet
 
     _checkpoint(releases, "llama-3b-v1")
     _checkpoint(releases, "copying-still", complete=False)
     (releases / "not-a-model").mkdir()
-    result = base_model_release_sensor(dg.build_sensor_context(instance=instance))
+    result = tick()
     assert isinstance(result, dg.SensorResult)
     [add] = result.dynamic_partitions_requests
     assert add.partitions_def_name == base_models.name and list(add.partition_keys) == ["llama-3b-v1"]
@@ -63,10 +68,10 @@ def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path, monkeyp
     assert req.tags["flywheel/trigger"] == "base_model_release"
 
     instance.add_dynamic_partitions(base_models.name, list(add.partition_keys))  # what the daemon does
-    assert isinstance(base_model_release_sensor(dg.build_sensor_context(instance=instance)), dg.SkipReason)
+    assert isinstance(tick(), dg.SkipReason)
     (releases / "copying-still" / "model.safetensors").write_bytes(b"\0")  # the copy finished
     _checkpoint(releases, "llama-3b-v2")
-    result = base_model_release_sensor(dg.build_sensor_context(instance=instance))
+    result = tick()
     assert sorted(result.dynamic_partitions_requests[0].partition_keys) == ["copying-still", "llama-3b-v2"]
     assert sorted(r.partition_key for r in result.run_requests) == ["copying-still", "llama-3b-v2"]
 
@@ -85,23 +90,22 @@ def test_release_sensor_targets_the_backfill_chain():
     assert chain.job_name == "base_model_job"
 
 
-def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path, monkeypatch):
+def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path):
     from flywheel.registry.mlflow_registry import Registry
 
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     seed_mlflow_db(flywheel_home)
+    uri = flywheel_home.mlflow_uri
     instance = dg.DagsterInstance.ephemeral()
-    assert current_base_model(instance) == "tiny-v1"  # nothing known: the embedded default
+    assert current_base_model(instance, uri) == "tiny-v1"  # nothing known: the embedded default
     instance.add_dynamic_partitions(base_models.name, ["tiny-v1", "tiny-v2"])
-    assert current_base_model(instance) == "tiny-v2"  # no champion: the newest release
-    reg = Registry(flywheel_home.mlflow_uri)
+    assert current_base_model(instance, uri) == "tiny-v2"  # no champion: the newest release
+    reg = Registry(uri)
     reg.ensure_champion(tmp_path, "tiny-v1")
-    assert current_base_model(instance) == "tiny-v1"  # the champion's base model
+    assert current_base_model(instance, uri) == "tiny-v1"  # the champion's base model
 
 
-def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, monkeypatch):
+def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage):
     from assets.orchestration import TURN_TAG, chain_base_model_job
-    from resources.mlflow import MlflowResource
 
     seed_mlflow_db(flywheel_home)
     instance = dg.DagsterInstance.ephemeral()
@@ -112,7 +116,7 @@ def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, monkeyp
         ev = dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name="daily_logs_job")
         return chain_base_model_job(dg.build_run_status_sensor_context(
             sensor_name="chain_base_model_job", dagster_event=ev, dagster_instance=instance, dagster_run=run,
-            resources={"mlflow": MlflowResource(tracking_uri=flywheel_home.mlflow_uri)}))
+            resources={"storage": storage}))
 
     first = tick({"dagster/partition": "2026-12-01"})
     [req] = first.run_requests  # no partition yet: it is added with the request
@@ -143,31 +147,46 @@ def _write_task_pool(warehouse: Path, prompts: list[str]) -> None:
     con.close()
 
 
-def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
+def _record_upstream(instance: dg.DagsterInstance, paths, base: Path, policy: Path) -> str:
+    """What `base_model` and `rlvr_policy` record for partition tiny-test (a real MLflow training run);
+    returns the training run's id."""
+    from flywheel.train.telemetry import Telemetry
+
+    tele = Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
+    run_id = tele.start("rlvr-tiny-test", {"steps": 1})
+    tele.finish()
+    for asset, metadata in (("base_model", {"path": dg.MetadataValue.path(str(base))}),
+                            ("rlvr_policy", {"policy_path": dg.MetadataValue.path(str(policy)), "mlflow_run_id": run_id,
+                                             "log_partitions": dg.MetadataValue.json(["2026-12-01", "2026-12-02"])})):
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="tiny-test", metadata=metadata))
+    return run_id
+
+
+def test_eval_report_and_deployed_model_materialize(flywheel_home, storage):
     """Contaminated pool blocks deployment; a clean one runs the gate, which refuses, then promotes."""
     import shutil
 
+    import mlflow
     import torch
 
     from assets.deployment import deployed_model
     from assets.evaluation import eval_report
     from flywheel.tasks.suites import heldout_suite, train_suite
     from resources.gpu import GpuResource
-    from resources.mlflow import MlflowResource
 
     torch.set_num_threads(1)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     seed_mlflow_db(flywheel_home)
     base = _tiny_checkpoint(flywheel_home.models / "base" / "tiny-test")
-    shutil.copytree(base, flywheel_home.models / "policies" / "tiny-test")
+    policy = shutil.copytree(base, flywheel_home.models / "policies" / "tiny-test")
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(base_models.name, ["tiny-test"])
+    training_run = _record_upstream(instance, flywheel_home, base, policy)
     run_config = {"ops": {
         "eval_report": {"config": {"n_samples": 1, "tasks_math": 2, "tasks_code": 1, "tasks_agent": 1,
                                    "max_new_tokens": 16, "max_steps": 2}},
         "deployed_model": {"config": {"margin": 0.0}},
     }}
-    resources = {"gpu": GpuResource(device="cpu"), "mlflow": MlflowResource()}
+    resources = {"gpu": GpuResource(device="cpu"), "storage": storage}
     pool = [t.prompt for t in train_suite("math", 40)]
     _write_task_pool(flywheel_home.warehouse, [*pool, heldout_suite("math")[0].prompt])
     res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
@@ -195,6 +214,14 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, monkeypatch):
     assert manifest["served_model_name"] == "flywheel-policy:2"
     # the registered weights are a snapshot: retraining into policies/<base> cannot change a version
     assert Path(manifest["model_path"]).parent == flywheel_home.models / "registry"
+    # lineage: the version carries the log partitions rlvr_policy recorded, and MLflow links its training run
+    client = mlflow.MlflowClient(flywheel_home.mlflow_uri, registry_uri=flywheel_home.mlflow_uri)
+    mv = client.get_model_version("flywheel-policy", "2")
+    assert json.loads(mv.tags["flywheel.log_partitions"]) == ["2026-12-01", "2026-12-02"]
+    assert mv.run_id == training_run == mv.tags["flywheel.training_run_id"]
+    assert mv.source.startswith(f"runs:/{training_run}/") and mv.tags["flywheel.dagster_run_id"] == res.run_id
+    folder = mv.source.removeprefix(f"runs:/{training_run}/")
+    assert {Path(f.path).name for f in client.list_artifacts(training_run, folder)} >= {"MODEL_PATH", "serving.json"}
     # a negative margin promotes an equal candidate: the gate both ways through the asset
     res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance, resources=resources,
                          run_config={"ops": {"deployed_model": {"config": {"margin": -0.01}}}})

@@ -72,6 +72,38 @@ def registry(flywheel_home):
     return Registry(flywheel_home.mlflow_uri, artifact_location=flywheel_home.mlflow_artifacts.as_uri())
 
 
+def _training_run(paths) -> str:
+    """A finished MLflow training run, as the trainer's telemetry leaves it."""
+    from flywheel.train.telemetry import Telemetry
+
+    tele = Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
+    run_id = tele.start("rlvr-tiny-v1", {"steps": 1})
+    tele.finish()
+    return run_id
+
+
+def test_registered_version_links_its_training_run(registry, flywheel_home, tmp_path):
+    """The version's MLflow run is the run that trained it; its lineage tags carry the log partitions."""
+    training_run = _training_run(flywheel_home)
+    lineage = {"base_model": "tiny-v1", "log_partitions": ["2026-12-01", "2026-12-02"],
+               "training_run_id": training_run, "dagster_run_id": "dagster-run-1"}
+    first, again = (registry.register(tmp_path, lineage, serving={"engine": "vllm"}) for _ in range(2))
+    for ref in (first, again):
+        mv = registry.client.get_model_version(registry.name, ref.version)
+        assert mv.run_id == training_run and mv.source.startswith(f"runs:/{training_run}/registered/")
+        assert json.loads(mv.tags["flywheel.log_partitions"]) == ["2026-12-01", "2026-12-02"]
+        assert mv.tags["flywheel.dagster_run_id"] == "dagster-run-1"
+        folder = mv.source.removeprefix(f"runs:/{training_run}/")
+        files = {Path(f.path).name for f in registry.client.list_artifacts(training_run, folder)}
+        assert files == {"MODEL_PATH", "lineage.json", "serving.json"}
+    # registering the same training run twice keeps each version's own source folder
+    assert registry.client.get_model_version(registry.name, first.version).source != \
+        registry.client.get_model_version(registry.name, again.version).source
+    base = registry.ensure_champion(tmp_path, "tiny-v1")  # nothing trained a base model: its own registration run
+    assert registry.client.get_run(registry.client.get_model_version(registry.name, base.version).run_id
+                                   ).data.tags["flywheel.kind"] == "registration"
+
+
 def test_promote_refuse_and_rollback_on_sqlite(registry, flywheel_home, tmp_path):
     base_dir, cand_dir = tmp_path / "base", tmp_path / "cand"
     base_dir.mkdir(), cand_dir.mkdir()
@@ -80,13 +112,14 @@ def test_promote_refuse_and_rollback_on_sqlite(registry, flywheel_home, tmp_path
     assert champ.is_base and registry.champion().version == champ.version == "1"
     assert registry.ensure_champion(base_dir, "tiny-v1").version == "1"  # idempotent
 
-    lineage = {"base_model": "tiny-v1", "log_partitions": ["2026-12-01"], "training_run_id": "abc",
+    training_run = _training_run(flywheel_home)
+    lineage = {"base_model": "tiny-v1", "log_partitions": ["2026-12-01"], "training_run_id": training_run,
                "eval_run_id": "def"}
     c1 = registry.register(cand_dir, lineage, serving=serving_manifest(cand_dir, "flywheel-policy:2"))
     got = registry.get(c1.version)
     assert got.tags["flywheel.base_model"] == "tiny-v1"
     assert json.loads(got.tags["flywheel.log_partitions"]) == ["2026-12-01"]
-    assert got.tags["flywheel.training_run_id"] == "abc" and got.model_path == str(cand_dir.resolve())
+    assert got.tags["flywheel.training_run_id"] == training_run and got.model_path == str(cand_dir.resolve())
 
     d = promote_if_better(registry, c1, compare(BETTER, BASE), GateConfig(margin=0.05))
     assert d.promoted and d.champion_before == "flywheel-policy:1" and d.champion_after == "flywheel-policy:2"

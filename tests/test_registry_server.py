@@ -69,7 +69,8 @@ def test_gate_and_rollback_against_mlflow_server(mlflow_server, tmp_path, monkey
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     reg = Registry(mlflow_server)
     base = reg.ensure_champion(tmp_path, "tiny-v1")
-    cand = reg.register(tmp_path, {"base_model": "tiny-v1", "training_run_id": "r1"})
+    training_run = reg.client.create_run(reg.client.create_experiment("flywheel-rlvr"), run_name="rlvr-tiny-v1")
+    cand = reg.register(tmp_path, {"base_model": "tiny-v1", "training_run_id": training_run.info.run_id})
     assert promote_if_better(reg, cand, compare(BETTER, BASE), GateConfig()).promoted
     worse = reg.register(tmp_path, {"base_model": "tiny-v1"})
     refused = promote_if_better(reg, worse, compare(REGRESSED, BETTER), GateConfig())
@@ -79,6 +80,10 @@ def test_gate_and_rollback_against_mlflow_server(mlflow_server, tmp_path, monkey
     assert Registry(mlflow_server).champion().uri == cand.uri
     back = rollback(reg)
     assert back.to_version == base.version and Registry(mlflow_server).champion().is_base
-    arts = [f.path for f in reg.client.list_artifacts(reg.client.get_model_version(reg.name, cand.version).run_id,
+    arts = [f.path for f in reg.client.list_artifacts(reg.client.get_model_version(reg.name, worse.version).run_id,
                                                        "model")]
     assert "model/MODEL_PATH" in arts
+    mv = reg.client.get_model_version(reg.name, cand.version)  # linked to its training run, artifacts uploaded there
+    folder = mv.source.removeprefix(f"runs:/{training_run.info.run_id}/")
+    assert mv.run_id == training_run.info.run_id and folder != mv.source
+    assert f"{folder}/MODEL_PATH" in [f.path for f in reg.client.list_artifacts(mv.run_id, folder)]

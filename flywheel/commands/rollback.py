@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.storage import storage_from_env
 
 
 def tracking_uri_from(args: argparse.Namespace) -> str:
-    """--tracking-uri, else $MLFLOW_TRACKING_URI, else the SQLite store under $FLYWHEEL_HOME."""
-    from flywheel.paths import FlywheelPaths
-
-    return args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or FlywheelPaths.from_env().ensure().mlflow_uri
+    """--tracking-uri, else the storage's (`$MLFLOW_TRACKING_URI`, else the SQLite store under `$FLYWHEEL_HOME`)."""
+    return args.tracking_uri or storage_from_env().ensure().mlflow_uri
 
 
 def add_registry_flags(p: argparse.ArgumentParser) -> None:
     from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME
 
-    p.add_argument("--tracking-uri", default=None, help="MLflow tracking/registry URI (default: $FLYWHEEL_HOME/mlflow.db)")
+    p.add_argument("--tracking-uri", default=None, help="MLflow tracking/registry URI (default: $MLFLOW_TRACKING_URI, else $FLYWHEEL_HOME/mlflow.db)")
     p.add_argument("--model-name", default=DEFAULT_MODEL_NAME, help="registered model name")
 
 

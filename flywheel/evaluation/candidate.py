@@ -3,7 +3,7 @@
 With no champion yet, the base model is registered as the implicit champion first, so
 its numbers are the "before" of the first turn. The champion's report is cached per
 registered version and config (versions are immutable). Everything lands in one folder
-per base model (`$FLYWHEEL_HOME/eval/<base_model>/`) that `deploy_candidate` reads.
+per base model (`eval/<base_model>/` under the storage home) that `deploy_candidate` reads.
 """
 
 from __future__ import annotations
@@ -60,17 +60,16 @@ def eval_dir(paths: FlywheelPaths, base_model: str) -> Path:
 
 def evaluate_candidate(
     candidate_path: str | Path, base_model: str, base_model_path: str | Path,
-    config: EvalConfig | None = None, paths: FlywheelPaths | None = None, tracking_uri: str | None = None,
-    train_prompts: Sequence[str] | None = None, tolerance: float = 0.05, candidate_name: str | None = None,
+    config: EvalConfig, paths: FlywheelPaths, train_prompts: Sequence[str] | None = None, tolerance: float = 0.05,
+    candidate_name: str | None = None,
     device: str = "cpu", score: ScoreFn | None = None, model_name: str | None = None,
     mlflow_tags: dict[str, str] | None = None,
 ) -> CandidateEval:
     """Evaluate the candidate at `candidate_path` and the champion on the same tasks; report and log them."""
     from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
 
-    config = config or EvalConfig()
-    paths = (paths or FlywheelPaths.from_env()).ensure()
-    uri = tracking_uri or paths.mlflow_uri
+    paths = paths.ensure()
+    uri = paths.mlflow_uri
     reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
     champ = reg.ensure_champion(base_model_path, base_model, snapshot_root=paths.models / "registry")
     cache = str(paths.home / "eval" / "_cache")

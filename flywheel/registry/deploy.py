@@ -37,21 +37,21 @@ class DeploymentResult:
 
 
 def deploy_candidate(
-    candidate_path: str | Path, base_model: str, eval_dir: str | Path,
+    candidate_path: str | Path, base_model: str, eval_dir: str | Path, paths: FlywheelPaths,
     log_partitions: Sequence[str] = (), training_run_id: str | None = None,
-    gate: GateConfig | None = None, gpu: GpuSpec | None = None, paths: FlywheelPaths | None = None,
-    tracking_uri: str | None = None, model_name: str = DEFAULT_MODEL_NAME,
+    gate: GateConfig | None = None, gpu: GpuSpec | None = None, model_name: str = DEFAULT_MODEL_NAME,
     extra_lineage: Mapping[str, Any] | None = None,
 ) -> DeploymentResult:
-    """Register the candidate evaluated in `eval_dir`, and promote it if it beat the champion it was compared to.
+    """Register the candidate evaluated in `eval_dir` (its MLflow source run: `training_run_id`),
+    and promote it if it beat the champion it was compared to.
 
     If the champion moved since that evaluation (another base model's run promoted in
     between), the comparison is stale: the candidate is registered but not promoted.
     """
     from flywheel.evaluation.candidate import load_candidate_eval
 
-    paths = (paths or FlywheelPaths.from_env()).ensure()
-    reg = Registry(tracking_uri or paths.mlflow_uri, model_name, artifact_location=paths.mlflow_artifacts.as_uri())
+    paths = paths.ensure()
+    reg = Registry(paths.mlflow_uri, model_name, artifact_location=paths.mlflow_artifacts.as_uri())
     ev = load_candidate_eval(eval_dir)
     lineage = {"base_model": base_model, "log_partitions": list(log_partitions), "training_run_id": training_run_id,
                "eval_run_id": ev.eval_run_id, "eval_pass_rates": ev.candidate.pass_rates(),
@@ -62,7 +62,7 @@ def deploy_candidate(
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "serving.json"
         p.write_text(json.dumps(manifest, indent=2))
-        reg.client.log_artifact(reg.client.get_model_version(reg.name, ref.version).run_id, str(p), "model")
+        reg.log_version_artifact(ref.version, p)
     current = reg.champion()
     if current is not None and current.uri != ev.champion_uri:
         reason = (f"kept {current.uri}: the champion changed since this candidate was evaluated against "

@@ -6,10 +6,13 @@ the promotion gate (`promote_if_better`) or `rollback`. The sequence of champion
 kept as a JSON list in the registered model's `flywheel.champion_history` tag, so a
 rollback knows where to go back to.
 
-The registration run logs a `MODEL_PATH` pointer and the serving manifest (weights
-too when asked), and the version's source is that run's artifact folder, so the same
-code works against a local SQLite store and a remote `mlflow server` (which refuses
-bare local paths as sources). The weights' path is the `flywheel.model_path` tag.
+A version's MLflow run is the run that trained it (`training_run_id` in its lineage): its
+`MODEL_PATH` pointer, lineage and serving manifest (weights too when asked) are logged into
+that run's artifacts and the version's source is that folder, so MLflow links the version to
+its training run, and the same code works against a local SQLite store and a remote
+`mlflow server` (which refuses bare local paths as sources). A version nothing trained (a
+base model) gets a small registration run instead. The weights' path is the
+`flywheel.model_path` tag.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,7 +65,6 @@ def snapshot_checkpoint(src: Path, root: Path) -> Path:
     which would change a hard-linked snapshot too.
     """
     import shutil
-    import uuid
 
     root.mkdir(parents=True, exist_ok=True)
     dst = root / f"{src.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
@@ -108,9 +111,10 @@ class Registry:
         """A new version for the policy at `model_path`, its lineage as `flywheel.*` tags.
 
         `lineage` keys: base_model, log_partitions, training_run_id, eval_run_id, ... (values
-        stringified; lists as JSON). `serving`: the vLLM manifest, logged as an artifact.
-        `snapshot_root`: copy the checkpoint folder there first (hard links where possible), so the
-        version keeps its weights when the trainer later overwrites `model_path`.
+        stringified; lists as JSON); with a `training_run_id`, that run is the version's source run.
+        `serving`: the vLLM manifest, logged as an artifact. `snapshot_root`: copy the checkpoint
+        folder there first, so the version keeps its weights when the trainer later overwrites
+        `model_path`.
         """
         src = Path(str(model_path))
         if snapshot_root is not None and src.is_dir():
@@ -121,9 +125,7 @@ class Registry:
             if v is None:
                 continue
             tags[f"flywheel.{k}"] = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
-        run = self.client.create_run(self._experiment_id(), run_name=f"register-{Path(model_path).name}",
-                                     tags={"flywheel.kind": "registration", **tags})
-        run_id = run.info.run_id
+        run_id, artifact_path = self._source_run(tags, Path(model_path).name)
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp) / "model"
             d.mkdir()
@@ -131,15 +133,31 @@ class Registry:
             (d / "lineage.json").write_text(json.dumps(tags, indent=1, sort_keys=True))
             if serving is not None:
                 (d / "serving.json").write_text(json.dumps(serving, indent=2))
-            self.client.log_artifacts(run_id, str(d), artifact_path="model")
+            self.client.log_artifacts(run_id, str(d), artifact_path=artifact_path)
             if log_weights and Path(model_path).is_dir():
-                self.client.log_artifacts(run_id, model_path, artifact_path="model/weights")
-        self.client.set_terminated(run_id)
+                self.client.log_artifacts(run_id, model_path, artifact_path=f"{artifact_path}/weights")
         mv = self.client.create_model_version(
-            self.name, source=f"runs:/{run_id}/model", run_id=run_id, tags=tags,
+            self.name, source=f"runs:/{run_id}/{artifact_path}", run_id=run_id, tags=tags,
             description=f"{role} from {tags.get('flywheel.base_model', '?')}")
         self._wait_ready(mv.version)
         return ModelRef(self.name, str(mv.version), model_path, dict(tags))
+
+    def _source_run(self, tags: Mapping[str, str], name: str) -> tuple[str, str]:
+        """(run, artifact folder) a new version's source lives in: the training run when there is one
+        (a folder per registration: one run may be registered more than once), else a registration run."""
+        training = tags.get("flywheel.training_run_id")
+        if training:
+            return training, f"registered/{name}-{uuid.uuid4().hex[:6]}"
+        run = self.client.create_run(self._experiment_id(), run_name=f"register-{name}",
+                                     tags={"flywheel.kind": "registration", **tags})
+        self.client.set_terminated(run.info.run_id)
+        return run.info.run_id, "model"
+
+    def log_version_artifact(self, version: str | int, path: str | Path) -> None:
+        """Log the file `path` beside version `version`'s `MODEL_PATH` (in its source run's folder)."""
+        mv = self.client.get_model_version(self.name, str(version))
+        folder = mv.source.split(f"runs:/{mv.run_id}/", 1)[-1] if mv.source.startswith("runs:/") else "model"
+        self.client.log_artifact(mv.run_id, str(path), folder)
 
     def _wait_ready(self, version: str, timeout_s: float = 30.0) -> None:
         deadline = time.time() + timeout_s

@@ -2,28 +2,18 @@
 
 A release is a checkpoint folder (an HF `save_pretrained` folder: `config.json` plus
 weights) directly under the releases directory; its folder name is the release name and
-the `base_model` partition key. The default directory is `$FLYWHEEL_HOME/models/base`,
-the same folder the `base_model` asset loads non-tiny releases from, so dropping a
-checkpoint there is all a user does to start a backfill for it.
+the `base_model` partition key. The directory is `FlywheelPaths.releases` (by default
+`models/base` under the home, the same folder the `base_model` asset loads non-tiny releases
+from), so dropping a checkpoint there is all a user does to start a backfill for it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-from flywheel.paths import FlywheelPaths
-
-RELEASES_DIR_ENV = "FLYWHEEL_BASE_MODELS_DIR"
 _WEIGHTS = ("*.safetensors", "*.bin", "*.pt")
 _VALID_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def releases_dir(paths: FlywheelPaths | None = None) -> Path:
-    """`$FLYWHEEL_BASE_MODELS_DIR`, else `$FLYWHEEL_HOME/models/base`."""
-    env = os.environ.get(RELEASES_DIR_ENV)
-    return Path(env) if env else (paths or FlywheelPaths.from_env()).models / "base"
 
 
 def is_complete_checkpoint(path: Path) -> bool:
@@ -41,8 +31,3 @@ def discover_releases(directory: str | Path) -> list[str]:
     found = [p for p in d.iterdir() if p.is_dir() and _VALID_NAME.match(p.name) and is_complete_checkpoint(p)]
     return [p.name for p in sorted(found, key=lambda p: (p.stat().st_mtime, p.name))]
 
-
-def release_path(name: str, paths: FlywheelPaths | None = None) -> Path | None:
-    """The checkpoint folder of release `name`, if it is one under the releases directory."""
-    p = releases_dir(paths) / name
-    return p if is_complete_checkpoint(p) else None
