@@ -1,17 +1,16 @@
 """`raw_task_logs` (one day of raw logs ingested) and `task_logs` (the cleaned table) with checks.
 
 How they relate: materializing a `raw_task_logs` partition ingests that day's raw files (local
-folder or any URI, see `LogSourceResource`) into the warehouse: clean rows land in `task_logs`
+folder or any URI: `StorageResource.raw_logs_uri`) into the warehouse: clean rows land in `task_logs`
 (stamped `log_date` = the partition), bad lines in `quarantine`. The `task_logs` asset is the
 cleaned table as a whole: it summarizes it and its checks guard everything downstream.
 """
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
 from assets.partitions import daily_logs
 from flywheel.logs.schema import KNOWN_DOMAINS
-from resources.warehouse import WAREHOUSE_POOL, LogSourceResource, warehouse_connection
+from resources.storage import WAREHOUSE_POOL, StorageResource
 
 OWNERS = ["team:flywheel-data"]
 
@@ -34,6 +33,12 @@ def _report_metadata(report, source: str) -> dict:
     }
 
 
+class RawLogsConfig(dg.Config):
+    """How strict ingest is with one day's raw logs."""
+
+    max_field_mib: float = 1.0  # records with a larger field are quarantined
+
+
 @dg.asset(
     partitions_def=daily_logs,
     group_name="logs",
@@ -44,18 +49,19 @@ def _report_metadata(report, source: str) -> dict:
     "and loaded into the warehouse; bad lines go to `quarantine` with their reason.",
 )
 def raw_task_logs(
-    context: dg.AssetExecutionContext, duckdb: DuckDBResource, log_source: LogSourceResource
+    context: dg.AssetExecutionContext, config: RawLogsConfig, storage: StorageResource
 ) -> dg.MaterializeResult:
-    from flywheel.logs.ingest import IngestOptions, ingest
+    from flywheel.logs.ingest import ingest
+    from flywheel.logs.options import IngestOptions
 
     day = context.partition_key
-    uri = log_source.uri_for(day)
+    uri = storage.raw_logs_for(day)
     try:
-        with warehouse_connection(duckdb) as con:
+        with storage.warehouse() as con:
             report = ingest(uri, con, log_date=day,
-                            options=IngestOptions(max_field_bytes=int(log_source.max_field_mib * 2**20)))
+                            options=IngestOptions(max_field_bytes=int(config.max_field_mib * 2**20)))
     except FileNotFoundError as e:
-        raise dg.Failure(f"no raw logs for {day}: {e} (set log_source.uri_template to where your logs are)") from e
+        raise dg.Failure(f"no raw logs for {day}: {e} (set storage.raw_logs_uri to where your logs are)") from e
     return dg.MaterializeResult(metadata=_report_metadata(report, uri))
 
 
@@ -68,10 +74,10 @@ def raw_task_logs(
     description="The cleaned task-log table (all days): only valid, redacted, deduplicated records. "
     "Mining reads it; its checks guard everything downstream.",
 )
-def task_logs(duckdb: DuckDBResource) -> dg.MaterializeResult:
+def task_logs(storage: StorageResource) -> dg.MaterializeResult:
     from flywheel.logs.summary import summarize
 
-    with warehouse_connection(duckdb) as con:
+    with storage.warehouse() as con:
         s = summarize(con)
     md = {k: dg.MetadataValue.md(s.pop(k)) for k in ("by_domain_md", "quarantine_by_reason_md")}
     s["quarantine_rate"] = dg.MetadataValue.float(round(s["quarantine_rate"], 6))
@@ -82,20 +88,20 @@ def task_logs(duckdb: DuckDBResource) -> dg.MaterializeResult:
 
 
 @dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description="Every row has a task_id (mining groups by it).")
-def task_logs_no_null_task_id(duckdb: DuckDBResource) -> dg.AssetCheckResult:
+def task_logs_no_null_task_id(storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.logs.summary import null_task_ids
 
-    with warehouse_connection(duckdb) as con:
+    with storage.warehouse() as con:
         n = null_task_ids(con)
     return dg.AssetCheckResult(passed=n == 0, metadata={"rows_without_task_id": n})
 
 
 @dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description=f"Every domain is one a verifier handles: {', '.join(KNOWN_DOMAINS)}. "
                 "Unknown domains are kept (not quarantined); this warns so someone adds a verifier or fixes the logger.")
-def task_logs_known_domains(duckdb: DuckDBResource) -> dg.AssetCheckResult:
+def task_logs_known_domains(storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.logs.summary import markdown_table, unknown_domains
 
-    with warehouse_connection(duckdb) as con:
+    with storage.warehouse() as con:
         unknown = unknown_domains(con)
     return dg.AssetCheckResult(
         passed=not unknown, severity=dg.AssetCheckSeverity.WARN,
@@ -113,10 +119,10 @@ class QuarantineRateConfig(dg.Config):
 
 @dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description="Quarantined lines / all distinct lines stays under a threshold "
                 "(config `max_quarantine_rate`, default 5%): a higher rate means the logger or the schema broke.")
-def task_logs_quarantine_rate(config: QuarantineRateConfig, duckdb: DuckDBResource) -> dg.AssetCheckResult:
+def task_logs_quarantine_rate(config: QuarantineRateConfig, storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.logs.summary import quarantine_rate
 
-    with warehouse_connection(duckdb) as con:
+    with storage.warehouse() as con:
         q = quarantine_rate(con)
     return dg.AssetCheckResult(
         passed=q.rate <= config.max_quarantine_rate,

@@ -1,13 +1,13 @@
 """`failure_cases` (pass rates, failure taxonomy, difficulty history) and `task_pool` (the curriculum).
 
-Library: `flywheel.mining`. Both assets read/write the warehouse through the `duckdb` resource.
+Library: `flywheel.mining`. Both assets read/write the warehouse through the `storage` resource.
 """
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
 from flywheel.mining import MiningConfig, build_task_pool, mine_failures
-from resources.warehouse import warehouse_connection
+from flywheel.mining.pool import pool_log_partitions
+from resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-data"]
 
@@ -48,8 +48,8 @@ def _md_counts(counts: dict[str, int], head: tuple[str, str]) -> str:
                       "signature; also writes task_stats / domain_stats (pass rates per model), failure_summary, "
                       "failure_signatures and upserts difficulty_history.")
 def failure_cases(context: dg.AssetExecutionContext, config: MiningRunConfig,
-                  duckdb: DuckDBResource) -> dg.MaterializeResult:
-    with warehouse_connection(duckdb) as con:
+                  storage: StorageResource) -> dg.MaterializeResult:
+    with storage.warehouse() as con:
         r = mine_failures(con, config.to_lib())
     context.log.info(f"mined {r.failures} failures of {r.judged} judged records in {r.seconds:.2f}s")
     return dg.MaterializeResult(metadata={
@@ -66,9 +66,10 @@ def failure_cases(context: dg.AssetExecutionContext, config: MiningRunConfig,
                       "fails, plus failures whose reference makes a verifier possible; decontaminated against the "
                       "held-out eval sets, near-duplicate prompts removed, difficulty = Beta-posterior fail rate.")
 def task_pool(context: dg.AssetExecutionContext, config: MiningRunConfig,
-              duckdb: DuckDBResource) -> dg.MaterializeResult:
-    with warehouse_connection(duckdb) as con:
+              storage: StorageResource) -> dg.MaterializeResult:
+    with storage.warehouse() as con:
         r = build_task_pool(con, config.to_lib())
+        log_partitions = pool_log_partitions(con, r.model)
     context.log.info(f"task_pool: {r.pool} tasks for {r.model} ({r.decontaminated} decontaminated, "
                      f"{r.near_duplicates} near-duplicates)")
     return dg.MaterializeResult(metadata={
@@ -77,15 +78,16 @@ def task_pool(context: dg.AssetExecutionContext, config: MiningRunConfig,
         "pool_by_domain": dg.MetadataValue.md(_md_counts(r.pool_by_domain, ("domain", "tasks"))),
         "pool_by_reason": dg.MetadataValue.md(_md_counts(r.reasons, ("reason", "tasks"))),
         "heldout_prompts": r.heldout_prompts, "seconds": dg.MetadataValue.float(round(r.seconds, 3)),
+        "log_partitions": dg.MetadataValue.json(log_partitions),
     })
 
 
 @dg.asset_check(asset=task_pool, description="Every domain that has failures with a reference contributes tasks to "
                 "the pool: a domain with failures but an empty pool means mining (or its thresholds) lost it.")
-def task_pool_covers_domains(duckdb: DuckDBResource) -> dg.AssetCheckResult:
+def task_pool_covers_domains(storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.mining.pool import pool_coverage
 
-    with warehouse_connection(duckdb) as con:
+    with storage.warehouse() as con:
         cov = pool_coverage(con)
     missing = sorted(d for d, (fails, pooled) in cov.items() if fails and not pooled)
     return dg.AssetCheckResult(passed=bool(cov) and not missing, metadata={
@@ -98,10 +100,10 @@ def task_pool_covers_domains(duckdb: DuckDBResource) -> dg.AssetCheckResult:
 
 @dg.asset_check(asset=task_pool, description="No pool prompt overlaps a held-out evaluation prompt (n-gram "
                 "containment at the configured threshold): training must never see the eval sets.")
-def task_pool_decontaminated(config: MiningRunConfig, duckdb: DuckDBResource) -> dg.AssetCheckResult:
+def task_pool_decontaminated(config: MiningRunConfig, storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.mining.pool import contaminated_pool_tasks
 
-    with warehouse_connection(duckdb) as con:
+    with storage.warehouse() as con:
         bad, dropped = contaminated_pool_tasks(con, config.to_lib())
     return dg.AssetCheckResult(passed=not bad, metadata={
         "contaminated_in_pool": len(bad), "examples": ", ".join(bad[:10]) or "none",

@@ -7,6 +7,7 @@ No `from __future__ import annotations` here: Dagster reads the config class fro
 import dagster as dg
 
 from assets.partitions import base_models
+from resources.storage import StorageResource
 
 
 class BaseModelConfig(dg.Config):
@@ -21,10 +22,12 @@ class BaseModelConfig(dg.Config):
     description="The base model of a release: the tiny model built offline (cached by recipe hash) "
                 "for tiny-* releases, else a local Hugging Face checkpoint folder.",
 )
-def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig) -> dg.MaterializeResult:
+def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig,
+               storage: StorageResource) -> dg.MaterializeResult:
     from flywheel.models import resolve_base_model
 
-    info = resolve_base_model(context.partition_key, models_dir=config.models_dir or None, rebuild=config.rebuild)
+    info = resolve_base_model(context.partition_key, storage.paths(), models_dir=config.models_dir or None,
+                              rebuild=config.rebuild)
     meta: dict = {
         "path": dg.MetadataValue.path(str(info.path)), "kind": info.kind, "params": info.params,
         "vocab": info.vocab, "cached": info.cached, "build_seconds": info.seconds,
@@ -39,7 +42,7 @@ def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig) -> dg
 
 
 @dg.asset_check(asset=base_model, blocking=True, description="The checkpoint folder loads with the HF loader.")
-def base_model_loads(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+def base_model_loads(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.models import resolve_base_model
     from flywheel.rollout.checkpoint import is_checkpoint_dir, load_tokenizer
 
@@ -47,7 +50,7 @@ def base_model_loads(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckRes
     key = context.run.tags.get("dagster/partition") if context.run else None
     if not key:
         return dg.AssetCheckResult(passed=False, description="no partition key on the run")
-    info = resolve_base_model(key)
+    info = resolve_base_model(key, storage.paths())
     ok = is_checkpoint_dir(info.path) and load_tokenizer(info.path).eos_token_id is not None
     return dg.AssetCheckResult(passed=bool(ok), metadata={"path": str(info.path)})
 

@@ -33,13 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from flywheel.models import base_model_dir
+    from flywheel.commands.storage import storage_from_env
     from flywheel.models.build import build_tiny_model
     from flywheel.models.recipe import is_tiny_release, recipe_for
 
     if not is_tiny_release(args.release):
         return fail(f"--release must be a tiny-* release, got {args.release!r}")
-    out = Path(args.out) if args.out else base_model_dir(args.release)
+    out = Path(args.out) if args.out else storage_from_env().base_models / args.release
     r = build_tiny_model(out, recipe_for(args.release), force=args.force)
     lines = [f"{r.release}: {r.params:,} params, vocab {r.vocab}, at {r.path}"
              f" ({'cached' if r.cached else f'built in {r.seconds:.0f}s'})"]
@@ -50,13 +50,14 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
+    from flywheel.commands.storage import storage_from_env
     from flywheel.models import resolve_base_model
     from flywheel.rollout import build_engine, generate_for_tasks
     from flywheel.rollout.types import SamplingParams
     from flywheel.tasks.suites import heldout_suite
 
     try:
-        info = resolve_base_model(args.model or "tiny-v1")
+        info = resolve_base_model(args.model or "tiny-v1", storage_from_env())
     except FileNotFoundError as e:
         return fail(str(e))
     engine = build_engine(args.engine, str(info.path))

@@ -1,9 +1,9 @@
 """flywheel.models: base models: the tiny model's recipe, SFT data, tokenizer, build and measurement.
 
-`resolve_base_model(release)` is what the `base_model` asset calls: a `tiny-*` release is
-built (or reused from cache) under `$FLYWHEEL_HOME/models/base/<release>`; any other
-release names a local HF checkpoint folder (an existing path, or a folder of that name
-in the releases directory) that is validated and registered as is.
+`resolve_base_model(release, paths)` is what the `base_model` asset calls: a `tiny-*` release
+is built (or reused from cache) under `paths.base_models / release`; any other release names a
+local HF checkpoint folder (an existing path, or a folder of that name in the releases
+directory) that is validated and registered as is.
 """
 
 from __future__ import annotations
@@ -39,24 +39,16 @@ class BaseModelInfo:
         return d
 
 
-def base_model_dir(release: str, paths: FlywheelPaths | None = None) -> Path:
-    """Where a built release lives: `$FLYWHEEL_HOME/models/base/<release>`."""
-    return (paths or FlywheelPaths.from_env()).models / "base" / release
-
-
-def resolve_base_model(release: str, paths: FlywheelPaths | None = None, models_dir: str | Path | None = None,
+def resolve_base_model(release: str, paths: FlywheelPaths, models_dir: str | Path | None = None,
                        rebuild: bool = False) -> BaseModelInfo:
     """Build/reuse the tiny model for `tiny-*` releases, else locate and validate the HF checkpoint `release`."""
-    paths = paths or FlywheelPaths.from_env()
     if is_tiny_release(release):
-        r = build_tiny_model(base_model_dir(release, paths), recipe_for(release), force=rebuild)
+        r = build_tiny_model(paths.base_models / release, recipe_for(release), force=rebuild)
         return BaseModelInfo(release, r.path, "tiny", r.params, r.vocab, r.pass_rates, r.recipe_hash, r.cached, r.seconds)
     candidates = [Path(release).expanduser()]
     if models_dir is not None:
         candidates.append(Path(models_dir) / release)
-    from flywheel.registry.releases import releases_dir
-
-    candidates += [releases_dir(paths) / release, base_model_dir(release, paths)]
+    candidates += [paths.releases / release, paths.base_models / release]
     for p in candidates:
         if is_checkpoint_dir(p):
             return _describe_checkpoint(release, p.resolve())
@@ -89,4 +81,4 @@ def _estimate_params(cfg: dict[str, Any]) -> int:
     return int(emb + n * (attn + 3 * h * i + 2 * h) + h)
 
 
-__all__ = ["BaseModelInfo", "base_model_dir", "resolve_base_model"]
+__all__ = ["BaseModelInfo", "resolve_base_model"]
