@@ -135,10 +135,11 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     from assets.definitions import build_definitions
     from flywheel.evaluation.candidate import eval_dir, load_candidate_eval
 
-    paths = FlywheelPaths.from_env().ensure()
+    defs = build_definitions()
+    paths = defs.resources["storage"].paths()  # where the jobs below read and write
     day = cfg.day or next_day(paths)
-    check_turn_day(day)  # before anything is built or written
-    defs, instance = build_definitions(), turn_instance()
+    check_turn_day(day)  # before any data is written
+    instance = turn_instance()
     tags = {TURN_TAG: day}
     progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
     served_by = write_production_traffic(day, cfg, paths)

@@ -275,6 +275,17 @@ def pool_coverage(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
     return {d: (int(f), int(p)) for d, f, p in rows}
 
 
+def pool_log_partitions(con: duckdb.DuckDBPyConnection, model: str | None) -> list[str]:
+    """The daily log partitions (`log_date`, YYYY-MM-DD) holding `model`'s records of the pool's tasks:
+    the raw data the pool, and every policy trained on it, came from (lineage of a registered model)."""
+    if model is None:
+        return []
+    return [r[0] for r in con.execute("""
+        SELECT DISTINCT strftime(log_date, '%Y-%m-%d') FROM task_logs
+        WHERE model = $model AND log_date IS NOT NULL AND task_id IN (SELECT task_id FROM task_pool) ORDER BY 1
+    """, {"model": model}).fetchall()]
+
+
 def contaminated_pool_tasks(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = None,
                             heldout: list[tuple[str, str, str]] | None = None) -> tuple[list[str], int]:
     """Re-check the finished pool: (pool task ids overlapping a held-out prompt, tasks mining dropped)."""
