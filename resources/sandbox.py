@@ -8,6 +8,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from flywheel.sandbox.base import Limits
+from flywheel.sandbox.pool import SandboxPool
 
 
 class SandboxPoolResource(dg.ConfigurableResource):
@@ -36,11 +37,9 @@ class SandboxPoolResource(dg.ConfigurableResource):
             max_disk_mb=self.max_disk_mb,
         )
 
-    def get_pool(self):
+    def get_pool(self) -> SandboxPool:
         """The (lazily started) `flywheel.sandbox.pool.SandboxPool`."""
         if self._pool is None:
-            from flywheel.sandbox.pool import SandboxPool
-
             kw = {"image": self.docker_image} if self.backend == "docker" else {}
             self._pool = SandboxPool(backend=self.backend, workers=self.workers, limits=self.limits(),
                                      retries=self.retries, warm=False, **kw)

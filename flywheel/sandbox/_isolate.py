@@ -23,55 +23,43 @@ Per execution the monitor (still host root, trusted, never runs untrusted code):
    `collect`ed files without following links.
 
 Frames: 8-byte big-endian length + `marshal` (version 4) of a dict of plain types.
+
+This file holds the protocol (frames, the zygote, the monitor's request cycle); the namespaces and
+the filesystem are in `_isolate_ns.py`, the rlimits, the payload and the output pump in
+`_isolate_limits.py`.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import marshal
 import os
-import resource
-import select
 import signal
 import socket
-import stat
 import struct
 import sys
 import time
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWCGROUP = 0x02000000
-CLONE_NEWUTS = 0x04000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MNT_DETACH = 2
-PR_SET_NO_NEW_PRIVS = 38
-UID_BASE = 1_000_000  # payload uids start here (see _next_uid)
-STAGE = "/tmp"  # where the template root is built (in the private mount ns) before pivot_root
-DEV_NODES = ("null", "zero", "full", "random", "urandom")
-ETC_FILES = ("ld.so.cache", "localtime")
+# `-I` leaves this file's folder off sys.path: it is there only while the two halves load, so the
+# payload's sys.path is what it would be without them (and `_run_main` drops them from sys.modules).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _isolate_limits import payload, pump  # noqa: E402
+from _isolate_ns import (  # noqa: E402
+    NS_FLAGS,
+    fresh_namespaces,
+    mount_private_dirs,
+    prepare_namespaces,
+    prepare_root,
+    read_collected,
+)
 
-_libc = ctypes.CDLL(None, use_errno=True)
+del sys.path[0]
+
+UID_BASE = 1_000_000  # payload uids start here (see _next_uid)
 _pyc = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL held across clone()
 _pyc.syscall.restype = ctypes.c_long
-SYS_CLONE, SYS_PIVOT_ROOT = {"x86_64": (56, 155), "aarch64": (220, 41)}.get(os.uname().machine, (56, 155))
-NS_FLAGS = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
-
-
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, f"{what}: {os.strerror(e)}")
-
-
-def _mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    def enc(s):
-        return (s.encode() if s is not None else None)
-    _check(_libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {dst}")
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine, 56)
 
 
 # --------------------------------------------------------------------------- framing
@@ -100,236 +88,15 @@ def _read_exact(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-# --------------------------------------------------------------------------- building the root
-def _prefixes() -> list[str]:
-    """Host directories bound read-only: /usr, plus the interpreter's prefix when it lives elsewhere."""
-    out = ["/usr"]
-    for p in {os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_exec_prefix)}:
-        if not p.startswith("/usr/") and p != "/usr" and p not in out:
-            out.append(p)
-    return out
-
-
-def _mkdirs(path: str) -> None:
-    os.makedirs(path, mode=0o755, exist_ok=True)
-
-
-def prepare_root() -> None:
-    """Once per zygote (or one-shot process): move this process into a private mount namespace whose
-    whole filesystem is the sandbox template, and detach the host's.
-
-    Template: a tmpfs `/` (read-only once built) with `/usr` (and the interpreter's prefix) bound
-    read-only, a minimal `/dev` and `/etc`, and empty mount points `/work`, `/tmp`, `/proc` that
-    every execution fills with its own tmpfs/procfs. Per-execution mount namespaces are copies of
-    this small tree, so building one costs three mounts, not a walk over the host's mount table.
-    """
-    _check(_libc.unshare(CLONE_NEWNS), "unshare mnt")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=755")
-    for d in ("work", "tmp", "proc", "dev", "etc"):
-        os.mkdir(f"{STAGE}/{d}", 0o755)
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = f"/{name}"
-        if os.path.islink(host):
-            os.symlink(os.readlink(host), f"{STAGE}/{name}")
-        elif os.path.isdir(host):
-            _bind_ro(host, f"{STAGE}/{name}")
-    for p in _prefixes():
-        _bind_ro(p, STAGE + p)
-    _mount("tmpfs", f"{STAGE}/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
-    for node in DEV_NODES:
-        if os.path.exists(f"/dev/{node}"):
-            open(f"{STAGE}/dev/{node}", "w").close()
-            _mount(f"/dev/{node}", f"{STAGE}/dev/{node}", None, MS_BIND)
-    for i, name in enumerate(("stdin", "stdout", "stderr")):
-        os.symlink(f"/proc/self/fd/{i}", f"{STAGE}/dev/{name}")
-    os.symlink("/proc/self/fd", f"{STAGE}/dev/fd")
-    _mount(None, f"{STAGE}/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
-    for name in ETC_FILES:
-        src = f"/etc/{name}"
-        if os.path.isfile(src):
-            with open(src, "rb") as f, open(f"{STAGE}/etc/{name}", "wb") as g:
-                g.write(f.read())
-    _mount(None, STAGE, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    os.chdir(STAGE)
-    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")  # SYS_pivot_root on x86_64
-    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
-    os.chdir("/")
-
-
-def _bind_ro(src: str, dst: str) -> None:
-    os.makedirs(dst, mode=0o755, exist_ok=True)
-    _mount(src, dst, None, MS_BIND | MS_REC)
-    _mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-
-
-def _mount_private_dirs(req: dict, uid: int) -> None:
-    """Per execution, in its own mount namespace: fresh tmpfs `/work` (with the files) and `/tmp`."""
-    disk = max(1, int(req["limits"]["max_disk_mb"]))
-    opts = f"size={disk}m,nr_inodes=16384,uid={uid},gid={uid}"
-    _mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, opts + ",mode=755")
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts + ",mode=1777")
-    _write_files("/work", req, uid)
-
-
-def _write_files(work: str, req: dict, uid: int) -> None:
-    files = dict(req.get("files") or {})
-    files["main.py"] = req["code"].encode() if isinstance(req["code"], str) else req["code"]
-    for name, data in files.items():
-        rel = os.path.normpath(name)
-        if rel.startswith(("/", "..")) or rel in (".", ""):
-            raise ValueError(f"file name outside the work dir: {name!r}")
-        path = os.path.join(work, rel)
-        parent = os.path.dirname(path)
-        if parent != work:
-            _mkdirs(parent)
-            d = parent
-            while d != work:
-                os.chown(d, uid, uid)
-                d = os.path.dirname(d)
-        with open(path, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.chown(path, uid, uid)
-    os.chown(work, uid, uid)
-
-
-def _read_collected(work: str, names: list, cap: int) -> dict:
-    """Read files the payload left in /work without following links (it could plant a symlink)."""
-    out = {}
-    for name in names:
-        rel = os.path.normpath(name)
-        if rel.startswith(("/", "..")):
-            continue
-        parts = rel.split("/")
-        try:
-            fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            try:
-                for p in parts[:-1]:
-                    nfd = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                    os.close(fd)
-                    fd = nfd
-                ffd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-            finally:
-                os.close(fd)
-            try:
-                if not stat.S_ISREG(os.fstat(ffd).st_mode):
-                    continue
-                out[name] = os.read(ffd, cap)
-            finally:
-                os.close(ffd)
-        except OSError:
-            continue
-    return out
-
-
-# --------------------------------------------------------------------------- payload
-def _payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
-    """The untrusted side: limits, a fresh uid, then the code. Never returns."""
-    lim = req["limits"]
-    try:
-        for i, fd in enumerate(fds):
-            os.dup2(fd, i)
-        os.closerange(3, 65536)
-
-        def rl(which: int, soft: int, hard: int | None = None) -> None:
-            resource.setrlimit(which, (soft, soft if hard is None else hard))
-
-        cpu = max(1, int(-(-float(lim["cpu_time_s"]) // 1)))
-        rl(resource.RLIMIT_CPU, cpu, cpu + 1)
-        rl(resource.RLIMIT_AS, int(lim["memory_mb"]) << 20)
-        rl(resource.RLIMIT_NPROC, int(lim["max_processes"]))
-        rl(resource.RLIMIT_NOFILE, int(lim["max_open_files"]))
-        rl(resource.RLIMIT_FSIZE, int(lim["max_file_size_mb"]) << 20)
-        rl(resource.RLIMIT_CORE, 0)
-        for sig in (signal.SIGXFSZ, signal.SIGXCPU, signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        os.environ.clear()
-        os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8",
-                           "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
-        for k, v in (req.get("env") or {}).items():
-            os.environ[str(k)] = str(v)
-    except BaseException as e:  # setup failed: tell the monitor it is an infrastructure error
-        try:
-            os.write(2, f"\x00FLYWHEEL_SETUP_ERROR {e!r}".encode())
-        finally:
-            os._exit(125)
-    _run_main(req)
-
-
-def _run_main(req: dict) -> None:
-    """Run /work/main.py as `__main__` in this (pre-warmed) interpreter, then exit like python would."""
-    import builtins
-    import io
-    import traceback
-    import types
-
-    code_text = req["code"]
-    argv = ["main.py", *[str(a) for a in (req.get("argv") or ())]]
-    del req
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                  line_buffering=False, write_through=False)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                  line_buffering=True)
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-    sys.argv = argv
-    sys.path.insert(0, "/work")
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": "/work/main.py", "__builtins__": builtins, "__cached__": None})
-    sys.modules["__main__"] = main
-    for name in list(sys.modules):
-        if name.startswith("_flywheel_isolate"):
-            del sys.modules[name]
-    code = 0
-    try:
-        exec(compile(code_text, "/work/main.py", "exec"), main.__dict__)
-    except SystemExit as e:
-        c = e.code
-        if c is None:
-            code = 0
-        elif isinstance(c, int):
-            code = c & 0xFF
-        else:
-            try:
-                print(c, file=sys.stderr)
-            except BaseException:
-                pass
-            code = 1
-    except BaseException as e:
-        try:  # the traceback starts at the user's code, not this runner
-            traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
-        except BaseException:
-            pass
-        code = 1
-    try:
-        import atexit
-        import threading
-
-        threading._shutdown()  # join non-daemon threads, as interpreter exit does
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for s in (sys.stdout, sys.stderr):
-        try:
-            s.flush()
-        except BaseException:
-            pass
-    os._exit(code)
-
-
 # --------------------------------------------------------------------------- the monitor
 def run_request(req: dict) -> dict:
     """Run one request; the caller is PID 1 of fresh namespaces (see `spawn_monitor`). Returns the result."""
     t0 = time.monotonic()
     lim = req["limits"]
     uid = _uid
-    if os.getpid() != 1 or not _fresh_namespaces():
+    if os.getpid() != 1 or not fresh_namespaces():
         raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
-    _mount_private_dirs(req, uid)
+    mount_private_dirs(req, uid)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -340,139 +107,17 @@ def run_request(req: dict) -> dict:
             os.chdir("/work")
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
-            _payload(req, uid, (in_r, out_w, err_w))
+            payload(req, uid, (in_r, out_w, err_w))
         finally:
             os._exit(125)
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     stdin = req.get("stdin") or b""
     stdin = stdin.encode() if isinstance(stdin, str) else stdin
-    res = _pump(pid, in_w, out_r, err_r, stdin, lim, t0)
-    res["files"] = _read_collected("/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
+    res = pump(pid, in_w, out_r, err_r, stdin, lim, t0)
+    res["files"] = read_collected("/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
     res["duration_s"] = time.monotonic() - t0
     return res
-
-
-def prepare_namespaces() -> None:
-    """In a freshly cloned monitor: its own /proc and hostname. Only ever inside fresh namespaces."""
-    if os.getpid() != 1 or not _fresh_namespaces():
-        # sethostname and, later, SIGKILL to -1 are only safe inside fresh namespaces
-        raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    socket.sethostname("sandbox")
-
-
-def _kill_all() -> None:
-    """As PID 1 of the namespace: SIGKILL every other process in it, and reap them."""
-    if os.getpid() != 1:  # never outside our own PID namespace: kill(-1) as host root kills the host
-        raise RuntimeError("refusing kill(-1) outside a private PID namespace")
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    while True:
-        try:
-            if os.waitpid(-1, 0)[0] == 0:
-                break
-        except ChildProcessError:
-            break
-        except InterruptedError:
-            continue
-
-
-def _pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t0: float) -> dict:
-    """Feed stdin, capture output up to the cap, enforce the wall clock; reap the payload and its leftovers."""
-    cap = int(lim["max_output_bytes"])
-    deadline = t0 + float(lim["wall_timeout_s"])
-    bufs = {out_r: bytearray(), err_r: bytearray()}
-    total = 0
-    killed = None
-    truncated = False
-    pidfd = os.pidfd_open(pid)
-    poller = select.poll()
-    poller.register(out_r, select.POLLIN)
-    poller.register(err_r, select.POLLIN)
-    poller.register(pidfd, select.POLLIN)
-    if stdin:
-        os.set_blocking(in_w, False)
-        poller.register(in_w, select.POLLOUT)
-    else:
-        os.close(in_w)
-        in_w = -1
-    open_fds = {out_r, err_r}
-    status = None
-    cpu_used = 0.0
-    while open_fds or status is None:
-        if status is None and killed is None:
-            timeout_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            if timeout_ms == 0:
-                killed = "wall_timeout"
-                os.kill(pid, signal.SIGKILL)
-        else:
-            timeout_ms = 1000
-        events = poller.poll(timeout_ms)
-        if not events and status is not None:
-            break  # payload gone and leftovers killed, yet a pipe stays open: stop waiting
-        for fd, ev in events:
-            if fd == pidfd:
-                _, status, ru = os.wait4(pid, 0)
-                cpu_used = ru.ru_utime + ru.ru_stime
-                poller.unregister(pidfd)
-                os.close(pidfd)
-                _kill_all()  # background processes die with the payload; their pipe ends close
-            elif fd == in_w:
-                try:
-                    n = os.write(in_w, stdin[:65536])
-                    stdin = stdin[n:]
-                except OSError:
-                    stdin = b""
-                if not stdin or ev & (select.POLLERR | select.POLLHUP):
-                    poller.unregister(in_w)
-                    os.close(in_w)
-                    in_w = -1
-            else:
-                data = os.read(fd, 65536) if ev & (select.POLLIN | select.POLLHUP | select.POLLERR) else b""
-                if not data:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    os.close(fd)
-                    continue
-                room = cap - total
-                if len(data) > room:
-                    data = data[: max(0, room)]
-                    truncated = True
-                    if killed is None and status is None:
-                        killed = "output_limit"
-                        os.kill(pid, signal.SIGKILL)
-                bufs[fd] += data
-                total += len(data)
-    if in_w >= 0:
-        os.close(in_w)
-    for fd in list(open_fds):
-        os.close(fd)
-    _kill_all()
-    stdout, stderr = bytes(bufs[out_r]), bytes(bufs[err_r])
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        exit_code = -sig
-        if killed is None:
-            killed = {signal.SIGXCPU: "cpu_time", signal.SIGXFSZ: "file_size"}.get(sig)
-            if killed is None and sig == signal.SIGKILL:
-                killed = "cpu_time" if cpu_used >= float(lim["cpu_time_s"]) else "killed"
-            if killed is None and sig == signal.SIGSEGV:
-                killed = "memory" if b"MemoryError" in stderr[-2000:] else "crashed"
-    else:
-        exit_code = os.WEXITSTATUS(status)
-        if exit_code == 125 and b"\x00FLYWHEEL_SETUP_ERROR" in stderr:
-            raise RuntimeError(stderr.split(b"\x00FLYWHEEL_SETUP_ERROR", 1)[1].decode(errors="replace"))
-        if killed is None and exit_code != 0 and b"MemoryError" in stderr[-4000:]:
-            killed = "memory"
-    if truncated:
-        note = f"\n[flywheel sandbox: output truncated at {cap} bytes]\n".encode()
-        stderr = stderr + note
-    return {"exit_code": exit_code, "stdout": stdout, "stderr": stderr, "timed_out": killed == "wall_timeout",
-            "killed_reason": killed, "truncated": truncated}
 
 
 def handle(fd: int) -> None:
@@ -500,13 +145,7 @@ def handle(fd: int) -> None:
     write_frame(fd, res)
 
 
-_uid = UID_BASE
-def _fresh_namespaces() -> bool:
-    """The flags this monitor was cloned with include new PID, UTS, network and mount namespaces."""
-    need = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
-    return NS_FLAGS & need == need
-
-
+_uid = UID_BASE  # this monitor's payload uid, set by spawn_monitor before the clone
 _spawned = 0  # executions started by this zygote: with its pid, makes each payload uid unique
 
 
@@ -554,8 +193,6 @@ WARM_MODULES = (
 
 def serve(ctl: int) -> None:
     """Fork server: one `F` message with one fd attached = one execution."""
-    import importlib
-
     for m in WARM_MODULES:
         try:
             importlib.import_module(m)

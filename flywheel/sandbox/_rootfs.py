@@ -2,9 +2,10 @@
 
 Usage: `python3 -I _rootfs.py OUT.tar` then `docker import OUT.tar flywheel-sandbox:latest`
 (`scripts/dockerd.sh start` and `DockerSandbox.ensure_image()` do both). The tar holds this
-interpreter (`sys.executable`), its standard library (minus tests, tkinter, idle, site/dist-packages),
-the shared libraries it and its extension modules link (found with `ldd`), `/bin/sh`, an `/etc/passwd`
-with the sandbox user, and empty `/work` and `/tmp`. Stdlib only: it runs under the host's system Python.
+interpreter (`sys.executable`), its standard library (minus tests, tkinter, idle, site/dist-packages and
+the `config-*` build folder), the shared libraries it and its extension modules link (found with
+`ldd`), `/bin/sh`, an `/etc/passwd` with the sandbox user, and empty `/work` and `/tmp`. Stdlib only:
+it runs under the host's system Python, whichever version (>= 3.10) that is.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import sysconfig
 import tarfile
 
 SANDBOX_UID = 1_000_000
+# `config-<version>-<platform>` (the static library and Makefile for building extensions) is named after
+# the interpreter that runs this script, so its name comes from sysconfig, not a literal.
+LIBPL = os.path.basename(sysconfig.get_config_var("LIBPL") or "")
 SKIP_DIRS = {"test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
-             "dist-packages", "__phello__", "config-3.11-x86_64-linux-gnu"}
+             "dist-packages", "__phello__"} | ({LIBPL} if LIBPL else set())
 
 
 def _ldd(paths: list[str]) -> set[str]:

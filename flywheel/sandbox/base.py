@@ -1,7 +1,8 @@
 """The sandbox interface: run untrusted Python, get back a small result.
 
-Backends (`local` = bubblewrap namespaces, `docker`) implement `Sandbox`. What is
-contained and what is not is documented on each backend.
+Backends implement `Sandbox`: `local` (fresh Linux namespaces and rlimits, set up by the project's
+own `_isolate.py`; no bubblewrap or other external tool) and `docker` (one throwaway container per
+execution). What is contained and what is not is documented on each backend.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class SandboxInfraError(RuntimeError):
 
 
 class Sandbox(Protocol):
+    """What every backend offers; the pool and the code verifier speak only to this."""
+
     def run(
         self,
         code: str,

@@ -115,7 +115,7 @@ class DockerSandbox:
         with self._lock:
             if self._client is None:
                 try:
-                    import docker
+                    import docker  # optional dependency (the `docker` extra), needed only by this backend
                 except ImportError as e:
                     raise SandboxInfraError("the docker backend needs the `docker` package (pip install docker)") from e
                 try:
@@ -132,7 +132,7 @@ class DockerSandbox:
 
     def ensure_image(self) -> str:
         """Import `flywheel-sandbox:latest` from the host's Python if it is missing; return the image id."""
-        import docker.errors
+        import docker.errors  # optional dependency (the `docker` extra), needed only by this backend
 
         try:
             return self.client.images.get(self.image).id
@@ -168,7 +168,7 @@ class DockerSandbox:
         env: dict[str, str] | None = None,
     ) -> ExecResult:
         """Run `code` as `/work/main.py` in a fresh container; see `Sandbox.run`."""
-        import docker.errors
+        import docker.errors  # optional dependency (the `docker` extra), needed only by this backend
         from docker.types import LogConfig, Ulimit
 
         check_names(files or {})

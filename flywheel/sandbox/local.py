@@ -1,15 +1,16 @@
 """The `local` backend: every execution in fresh Linux namespaces, limited by rlimits and tmpfs sizes.
 
-How (details in `_isolate.py`, the trusted half that runs under the host's system Python):
-each execution gets a new mount, PID, network, IPC, UTS and cgroup namespace; a root built on a
-fresh tmpfs with `/usr` read-only, a private writable `/work` (the request's files, `main.py`
-included) and `/tmp`, a minimal `/dev` and `/etc`; the host's filesystem is detached
-(`pivot_root`), so `/root`, `/home`, `/etc/shadow`, the repo and every other host path do not exist
-inside. The network namespace has only a downed loopback: no TCP, not even to 127.0.0.1, no DNS.
-The code runs as a fresh unprivileged uid (unique per execution, so `RLIMIT_NPROC` bites) with
-no_new_privs, an empty environment (PATH/HOME/LANG only) and rlimits on CPU time, address space,
-processes, open files and file size; the monitor enforces the wall clock and the output cap, and
-killing the payload (PID 1 of its namespace) kills every process it started.
+How (details in `_isolate.py`, `_isolate_ns.py` and `_isolate_limits.py`, the trusted side that runs
+under the host's system Python): each execution gets a new mount, PID, network, IPC, UTS and cgroup
+namespace; a root built on a fresh tmpfs with `/usr` read-only, a private writable `/work` (the
+request's files, `main.py` included) and `/tmp`, a minimal `/dev` and `/etc`; the host's filesystem
+is detached (`pivot_root`), so `/root`, `/home`, `/etc/shadow`, the repo and every other host path do
+not exist inside. The network namespace has only a downed loopback: no TCP, not even to 127.0.0.1,
+no DNS. The code runs as a fresh unprivileged uid (unique per execution, so `RLIMIT_NPROC` bites)
+with no_new_privs, an otherwise empty environment (PATH, HOME, LANG, TMPDIR,
+PYTHONDONTWRITEBYTECODE) and rlimits on CPU time, address space, processes, open files and file
+size; the monitor (PID 1 of the namespace) enforces the wall clock and the output cap, and when the
+program exits or is killed it kills every process the program started.
 
 What this does NOT protect against: kernel exploits (the code shares the host kernel; there is no
 seccomp filter), CPU cache/timing side channels, exhaustion of host-wide resources that rlimits do
@@ -24,6 +25,7 @@ the trusted half and the untrusted code (default `/usr/bin/python3`).
 
 from __future__ import annotations
 
+import marshal
 import os
 import socket
 import subprocess
@@ -211,16 +213,12 @@ def _exchange(sock: socket.socket, req: dict, timeout: float) -> dict:
         sock.settimeout(timeout)
         head = _recv_exact(sock, 8)
         n = int.from_bytes(head, "big")
-        import marshal
-
         return marshal.loads(_recv_exact(sock, n))
     except (OSError, EOFError, ValueError) as e:
         raise SandboxInfraError(f"sandbox monitor failed: {type(e).__name__}: {e}") from e
 
 
 def _write_with_timeout(sock: socket.socket, req: dict, timeout: float) -> None:
-    import marshal
-
     data = marshal.dumps(req, 4)
     sock.settimeout(timeout)
     sock.sendall(len(data).to_bytes(8, "big") + data)

@@ -1,7 +1,7 @@
 """SandboxPool: a warm sandbox with bounded concurrency and retries for infrastructure faults only.
 
-`local`: one pre-warmed fork server (a zygote that already imported the common stdlib) forks a
-monitor per execution, which builds fresh namespaces exactly as the one-shot path does, so the
+`local`: one pre-warmed fork server (a zygote that already imported the common stdlib) makes a
+monitor per execution (`clone()` straight into fresh namespaces, exactly as the one-shot path), so the
 pool is faster without being weaker. `docker`: the same bound and retries around `DockerSandbox`.
 
 Retries: `SandboxInfraError` (fork server died, engine hiccup) is retried up to `retries` times with
@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flywheel.sandbox.base import ExecResult, Limits, SandboxInfraError
+from flywheel.sandbox.docker import DockerSandbox
+from flywheel.sandbox.local import LocalSandbox
 
 
 class SandboxPool:
@@ -44,13 +46,10 @@ class SandboxPool:
         self._slots = threading.BoundedSemaphore(workers)
         self._stats_lock = threading.Lock()
         self.stats = {"executions": 0, "infra_retries": 0, "infra_failures": 0}
+        self.sandbox: LocalSandbox | DockerSandbox
         if backend == "local":
-            from flywheel.sandbox.local import LocalSandbox
-
             self.sandbox = LocalSandbox(limits=self.limits, warm=True, **backend_kw)
         elif backend == "docker":
-            from flywheel.sandbox.docker import DockerSandbox
-
             self.sandbox = DockerSandbox(limits=self.limits, **backend_kw)
         else:
             raise ValueError(f"unknown sandbox backend {backend!r} (local | docker)")
