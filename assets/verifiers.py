@@ -5,7 +5,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers
-from flywheel.verifiers.registry import Registry
+from flywheel.verifiers.registry import VerifierRegistry
 from resources.sandbox import SandboxPoolResource
 
 OWNERS = ["team:flywheel-verifiers"]
@@ -34,7 +34,7 @@ class ValidShareConfig(dg.Config):
                       "failure and the generic hack probes; table `verifiers` (invalid ones kept, flagged).")
 def verifiers(context: dg.AssetExecutionContext, config: VerifiersConfig, duckdb: DuckDBResource,
               sandbox: SandboxPoolResource) -> dg.MaterializeResult:
-    registry = Registry(sandbox=sandbox.get_pool(), code_timeout_s=config.code_timeout_s,
+    registry = VerifierRegistry(sandbox=sandbox.get_pool(), code_timeout_s=config.code_timeout_s,
                         math_timeout_s=config.math_timeout_s)
     with duckdb.get_connection() as con:
         report = build_verifiers(con, config.to_lib(), registry)

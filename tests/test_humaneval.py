@@ -11,7 +11,7 @@ import time
 import pytest
 
 from flywheel.verifiers.batch import ScoreItem, score_batch
-from flywheel.verifiers.registry import Registry
+from flywheel.verifiers.registry import VerifierRegistry
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def registry():
     from flywheel.sandbox import get_pool
 
     pool = get_pool(workers=2)
-    yield Registry(sandbox=pool, code_timeout_s=6.0)
+    yield VerifierRegistry(sandbox=pool, code_timeout_s=6.0)
     pool.close()
 
 

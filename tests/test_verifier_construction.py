@@ -13,7 +13,7 @@ from flywheel.mining.pool import TASK_POOL_COLUMNS
 from flywheel.tasks.agent_env import TOOLS
 from flywheel.tasks.suites import train_suite
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers, valid_tasks
-from flywheel.verifiers.registry import Registry
+from flywheel.verifiers.registry import VerifierRegistry
 
 
 def _sandbox_or_skip():
@@ -56,7 +56,7 @@ def built():
     pool = get_pool(workers=2)
     con = duckdb.connect(":memory:")
     make_pool(con)
-    reg = Registry(sandbox=pool, code_timeout_s=1.5)
+    reg = VerifierRegistry(sandbox=pool, code_timeout_s=1.5)
     report = build_verifiers(con, ConstructConfig(), reg)
     yield con, report
     pool.close()
@@ -93,7 +93,7 @@ def test_rebuild_is_a_verdict_cache_lookup(built):
     """The next turn re-validates the same pool from the verdict cache, with the same outcome."""
     con, first = built
     before = dict(con.execute("SELECT task_id, valid FROM verifiers").fetchall())
-    again = build_verifiers(con, ConstructConfig(), Registry(sandbox=None, code_timeout_s=1.5))
+    again = build_verifiers(con, ConstructConfig(), VerifierRegistry(sandbox=None, code_timeout_s=1.5))
     assert first.cache_hits == 0 and again.cache_hits > 0
     assert dict(con.execute("SELECT task_id, valid FROM verifiers").fetchall()) == before
     assert (again.valid, again.invalid) == (first.valid, first.invalid)

@@ -12,7 +12,7 @@ from flywheel.tasks.suites import train_suite
 from flywheel.verifiers.batch import score_batch
 from flywheel.verifiers.code import HARNESS_SOURCE, CodeVerifier, assemble, extract_code
 from flywheel.verifiers.common import TaskError
-from flywheel.verifiers.registry import Registry
+from flywheel.verifiers.registry import VerifierRegistry
 from flywheel.verifiers.verdict import VerifierInfraError
 
 
@@ -170,10 +170,10 @@ class FlakySandbox:
 
 def test_infra_errors_are_retried_then_raised(pool):
     flaky = FlakySandbox(pool, 2)
-    reg = Registry(sandbox=flaky, code_timeout_s=2.0)
+    reg = VerifierRegistry(sandbox=flaky, code_timeout_s=2.0)
     items = [("code", TASK, "def add_k(x):\n    return x + 3\n")]
     assert score_batch(items, registry=reg, retries=2, backoff_s=0.01)[0].passed
-    dead = Registry(sandbox=FlakySandbox(pool, 10**6))
+    dead = VerifierRegistry(sandbox=FlakySandbox(pool, 10**6))
     with pytest.raises(VerifierInfraError):
         score_batch(items, registry=dead, retries=1, backoff_s=0.01)
     assert score_batch(items, registry=dead, retries=1, backoff_s=0.01, errors="none") == [None]

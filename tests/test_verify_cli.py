@@ -67,9 +67,9 @@ def test_cli_missing_file(capsys):
 
 
 def test_cache_lookup_and_version_bump():
-    from flywheel.verifiers.registry import Registry
+    from flywheel.verifiers.registry import VerifierRegistry
 
-    reg = Registry()
+    reg = VerifierRegistry()
     cache = VerdictCache(duckdb.connect(":memory:"))
     t = train_suite("agent", 1)[0]
     items = [("agent", t.verifier_task(), t.solution), ("agent", t.verifier_task(), "no")]

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from flywheel.gpu import GpuSpec, resolve_device
 from flywheel.paths import FlywheelPaths
 from flywheel.progress import progress_bar, quiet_transformers_bars
 from flywheel.rollout.scheduler import BatchStats, Group, TaskScheduler
@@ -86,16 +87,6 @@ class TrainResult:
             "finished": self.finished,
             "reward_curve": [h.get("reward/mean") for h in self.history],
         }
-
-
-def resolve_device(cfg: GRPOConfig) -> str:
-    if cfg.device == "cpu":
-        return "cpu"
-    if torch.cuda.is_available():
-        return "cuda"
-    if cfg.device == "cuda":
-        raise RuntimeError("device 'cuda' requested but torch sees no CUDA GPU")
-    return "cpu"
 
 
 def load_policy(base_model: str | Path | Any, device: str) -> tuple[torch.nn.Module, Any]:
@@ -290,7 +281,7 @@ def train_rlvr(
     paths = (paths or FlywheelPaths.from_env()).ensure()
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
-    device = resolve_device(cfg)
+    device = resolve_device(GpuSpec(count=1), cfg.device)
     torch.manual_seed(cfg.seed)
     score_fn = score_fn or default_score_fn()
     run_dir = paths.checkpoints / run_name

@@ -17,7 +17,7 @@ from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 __all__ = [
     "Verdict", "VerifierInfraError", "TaskError", "score", "score_batch", "make_reward_func", "ScoreItem",
-    "VerdictCache", "Registry", "default_registry", "get_verifier",
+    "VerdictCache", "VerifierRegistry", "default_registry", "get_verifier",
 ]
 
 _LAZY = {
@@ -27,7 +27,7 @@ _LAZY = {
     "make_reward_func": "flywheel.verifiers.batch",
     "ScoreItem": "flywheel.verifiers.batch",
     "VerdictCache": "flywheel.verifiers.cache",
-    "Registry": "flywheel.verifiers.registry",
+    "VerifierRegistry": "flywheel.verifiers.registry",
     "default_registry": "flywheel.verifiers.registry",
     "get_verifier": "flywheel.verifiers.registry",
 }

@@ -24,7 +24,7 @@ from typing import Any
 from flywheel.sandbox.base import SandboxInfraError
 from flywheel.verifiers.cache import Key, VerdictCache
 from flywheel.verifiers.common import TaskError, failed, response_hash, task_key
-from flywheel.verifiers.registry import Registry, default_registry
+from flywheel.verifiers.registry import VerifierRegistry, default_registry
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 INFRA_ERRORS = (VerifierInfraError, SandboxInfraError)
@@ -53,7 +53,7 @@ def task_error(e: Exception) -> Verdict:
     return failed(f"task error: {e}", error="task")
 
 
-def _verify_with_retries(reg: Registry, item: ScoreItem, retries: int, backoff_s: float) -> Verdict:
+def _verify_with_retries(reg: VerifierRegistry, item: ScoreItem, retries: int, backoff_s: float) -> Verdict:
     v = reg.get(item.domain)
     for attempt in range(retries + 1):
         try:
@@ -65,7 +65,7 @@ def _verify_with_retries(reg: Registry, item: ScoreItem, retries: int, backoff_s
     raise AssertionError("unreachable")
 
 
-def _key(reg: Registry, item: ScoreItem) -> Key:
+def _key(reg: VerifierRegistry, item: ScoreItem) -> Key:
     v = reg.get(item.domain)
     return (task_key(item.domain, item.task), response_hash(item.task, item.response), v.name, v.version)
 
@@ -74,7 +74,7 @@ def score_batch(
     items: Iterable[Any],
     *,
     concurrency: int = 4,
-    registry: Registry | None = None,
+    registry: VerifierRegistry | None = None,
     cache: VerdictCache | None = None,
     retries: int = 2,
     backoff_s: float = 0.2,
@@ -133,7 +133,7 @@ def score_batch(
     return out
 
 
-def score(domain: str, task: dict[str, Any], response: Any, *, registry: Registry | None = None,
+def score(domain: str, task: dict[str, Any], response: Any, *, registry: VerifierRegistry | None = None,
           cache: VerdictCache | None = None, retries: int = 2) -> Verdict:
     """The verdict of one response (cached when `cache` is given); raises VerifierInfraError only."""
     v = score_batch([ScoreItem(domain, task, response)], concurrency=1, registry=registry, cache=cache,
@@ -174,7 +174,7 @@ def _row_task(i: int, domain: str, columns: dict[str, Sequence[Any]], prompts: S
 def make_reward_func(
     domain: str | None = None,
     *,
-    registry: Registry | None = None,
+    registry: VerifierRegistry | None = None,
     cache: VerdictCache | None = None,
     concurrency: int = 4,
 ) -> Callable[..., list[float | None]]:

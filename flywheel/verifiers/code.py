@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.sandbox.base import Limits, Sandbox
-from flywheel.verifiers.common import MAX_RESPONSE_CHARS, TaskError, failed, passed, require, response_text
+from flywheel.verifiers.common import MAX_RESPONSE_CHARS, TaskError, failed, passed, require, text_to_judge
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 HARNESS_SOURCE = (Path(__file__).with_name("_harness.py")).read_text(encoding="utf-8")
@@ -148,7 +148,7 @@ class CodeVerifier:
             raise TaskError(f"entry_point {entry!r} is not a Python identifier")
         if "def check" not in test:
             raise TaskError("task test defines no check(candidate)")
-        text = response_text(response)
+        text = text_to_judge(response)
         if len(text) > MAX_RESPONSE_CHARS:
             return failed("response too long", chars=len(text))
         program, how = assemble(text, prompt, entry)

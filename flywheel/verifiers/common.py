@@ -28,7 +28,7 @@ def failed(reason: str, **details: Any) -> Verdict:
     return Verdict(0.0, False, reason, details)
 
 
-def response_text(response: Any) -> str:
+def text_to_judge(response: Any) -> str:
     """The text to judge: a string as is; OpenAI messages -> the assistant turns joined.
 
     Never raises: anything else is rendered with `str` so a malformed response is judged

@@ -25,7 +25,7 @@ from flywheel.verifiers.batch import ScoreItem, score_batch
 from flywheel.verifiers.cache import VerdictCache
 from flywheel.verifiers.common import TaskError, require
 from flywheel.verifiers.hacks import probes
-from flywheel.verifiers.registry import DOMAINS, Registry, default_registry
+from flywheel.verifiers.registry import DOMAINS, VerifierRegistry, default_registry
 
 VERIFIERS_DDL = """
 CREATE OR REPLACE TABLE verifiers (
@@ -134,7 +134,7 @@ def _category(reason: str) -> str:
 
 
 def build_verifiers(
-    con: duckdb.DuckDBPyConnection, config: ConstructConfig | None = None, registry: Registry | None = None
+    con: duckdb.DuckDBPyConnection, config: ConstructConfig | None = None, registry: VerifierRegistry | None = None
 ) -> ConstructReport:
     """Validate a verifier for every pool task and write the `verifiers` table (see module doc)."""
     from flywheel.mining import load_task_pool

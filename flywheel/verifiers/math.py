@@ -34,7 +34,7 @@ from flywheel.verifiers.common import (
     failed,
     passed,
     require,
-    response_text,
+    text_to_judge,
 )
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
@@ -324,7 +324,7 @@ class MathVerifier:
         gold = str(require(task, "answer")["answer"]).strip()
         if not gold:
             raise TaskError("task 'answer' is empty")
-        text = response_text(response)
+        text = text_to_judge(response)
         if len(text) > MAX_RESPONSE_CHARS:
             return failed("response too long", chars=len(text))
         method, cands = extract_candidates(text)

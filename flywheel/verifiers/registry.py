@@ -1,6 +1,6 @@
 """Which verifier judges which domain, and the shared instances the trainer and evaluation use.
 
-`Registry` holds one verifier per domain; the code verifier shares one warm `SandboxPool`
+`VerifierRegistry` holds one verifier per domain; the code verifier shares one warm `SandboxPool`
 (created on first use, `workers` wide). `default_registry()` is the process-wide one.
 """
 
@@ -25,7 +25,7 @@ class Verifier(Protocol):
     def verify(self, task: dict[str, Any], response: Any) -> Verdict: ...
 
 
-class Registry:
+class VerifierRegistry:
     """Verifiers by domain. `sandbox`: what code runs in (default: a warm local `SandboxPool`)."""
 
     def __init__(self, sandbox: Any = None, workers: int | None = None, code_timeout_s: float = 6.0,
@@ -81,22 +81,22 @@ class Registry:
 class _LazySandbox:
     """Defers starting the pool until the first code verification."""
 
-    def __init__(self, reg: Registry) -> None:
+    def __init__(self, reg: VerifierRegistry) -> None:
         self._reg = reg
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         return self._reg.sandbox().run(*args, **kwargs)
 
 
-_DEFAULT: Registry | None = None
+_DEFAULT: VerifierRegistry | None = None
 _DEFAULT_LOCK = threading.Lock()
 
 
-def default_registry() -> Registry:
+def default_registry() -> VerifierRegistry:
     global _DEFAULT
     with _DEFAULT_LOCK:
         if _DEFAULT is None:
-            _DEFAULT = Registry()
+            _DEFAULT = VerifierRegistry()
         return _DEFAULT
 
 
