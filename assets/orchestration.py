@@ -98,8 +98,8 @@ def chain_base_model_job(context: dg.RunStatusSensorContext, storage: StorageRes
 @dg.sensor(
     job=base_model_job, name="base_model_release_sensor", minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Watches the base-model releases folder (storage.releases_dir, default models/base under the "
-                "storage home; $FLYWHEEL_BASE_MODELS_DIR in the embedded default); each new checkpoint folder becomes a `base_model` partition "
+    description="Watches the base-model releases folder (storage `releases_dir`, default models/base under the "
+                "storage home); each new checkpoint folder becomes a `base_model` partition "
                 "and a run that backfills base_model -> rlvr_policy -> eval_report -> deployed_model for it.",
 )
 def base_model_release_sensor(context: dg.SensorEvaluationContext,

@@ -29,18 +29,18 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from flywheel.paths import FlywheelPaths
+    from flywheel.commands.storage import storage_from_env
     from flywheel.tasks.suites import train_suite
     from flywheel.train.config import GRPOConfig
     from flywheel.train.telemetry import Telemetry
     from flywheel.train.trainer import train_rlvr
 
-    paths = FlywheelPaths.from_env().ensure()
+    paths = storage_from_env().ensure()
     base = args.base_model
     if base is None:
         from flywheel.models.build import build_tiny_model
 
-        base = str(build_tiny_model(paths.models / "base" / "tiny-v1").path)
+        base = str(build_tiny_model(paths.base_models / "tiny-v1").path)
     tasks = train_suite("math", 400) + train_suite("code", 80) + train_suite("agent", 80)
     cfg = GRPOConfig(steps=args.steps, prompts_per_step=8, group_size=8, micro_batch_size=32, max_new_tokens=40,
                      lr=5e-4, domain_weights={"math": 0.8, "code": 0.1, "agent": 0.1}, num_threads=args.threads)

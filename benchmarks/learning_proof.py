@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from flywheel.commands.storage import storage_from_env
     from flywheel.evaluation.runner import engine_generator, evaluate
     from flywheel.evaluation.suites import EvalConfig
-    from flywheel.paths import FlywheelPaths
     from flywheel.rollout.checkpoint import load_model
     from flywheel.rollout.torch_engine import TorchEngine
     from flywheel.tasks.suites import train_suite
@@ -76,12 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     from flywheel.train.rollouts import default_score_fn
     from flywheel.train.trainer import train_rlvr
 
-    paths = FlywheelPaths.from_env().ensure()
+    paths = storage_from_env().ensure()
     base = args.base_model
     if base is None:
         from flywheel.models.build import build_tiny_model
 
-        base = str(build_tiny_model(paths.models / "base" / "tiny-v1").path)
+        base = str(build_tiny_model(paths.base_models / "tiny-v1").path)
     score = default_score_fn()
     ecfg = EvalConfig(n_samples=args.eval_samples, temperature=args.eval_temperature, max_new_tokens=160,
                       seed=args.seed, tasks_per_domain={"math": 100, "code": 60, "agent": 60})
