@@ -1,8 +1,8 @@
 """The DuckDB warehouse: one file holding clean task logs, quarantine and ingest history.
 
-It is part of `flywheel.logs` because every table defined here is a log table: ingest writes them,
-and later stages (mining, the verdict cache) open the same file through `connect` and add their own
-tables, so they depend on `flywheel.logs`, never the other way round.
+It is part of `flywheel.logs` because every table defined here is a log table, written by ingest.
+Later stages (mining, the verdict cache) add their own tables to the same file; a module of theirs
+that needs these helpers imports them from here, so the dependency runs one way, towards `logs`.
 
 Table layout is a contract read by mining, the UI and users' own SQL:
 
