@@ -24,7 +24,7 @@ class BaseModelConfig(dg.Config):
 )
 def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig,
                storage: StorageResource) -> dg.MaterializeResult:
-    from flywheel.models import resolve_base_model
+    from flywheel.models import resolve_base_model  # torch + transformers: loaded when the asset runs
 
     info = resolve_base_model(context.partition_key, storage.paths(), models_dir=config.models_dir or None,
                               rebuild=config.rebuild)
@@ -43,6 +43,7 @@ def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig,
 
 @dg.asset_check(asset=base_model, blocking=True, description="The checkpoint folder loads with the HF loader.")
 def base_model_loads(context: dg.AssetCheckExecutionContext, storage: StorageResource) -> dg.AssetCheckResult:
+    # torch + transformers: loaded when the check runs, not when the Definitions load
     from flywheel.models import resolve_base_model
     from flywheel.rollout.checkpoint import is_checkpoint_dir, load_tokenizer
 

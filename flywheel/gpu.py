@@ -45,8 +45,9 @@ class GpuSpec:
 
 
 def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU (False when torch is missing or the driver is broken)."""
     try:
-        import torch
+        import torch  # heavy, and optional for code that only builds tags and pools
 
         return bool(torch.cuda.is_available())
     except Exception:  # torch missing or broken driver: CPU it is

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from tqdm import tqdm
+
 
 def progress_enabled() -> bool:
     """Whether bars should draw: the env override, else whether stderr is a terminal."""
@@ -23,8 +25,6 @@ def progress_enabled() -> bool:
 
 def progress_bar(total: int, desc: str, unit: str = " step", initial: int = 0) -> Any:
     """A tqdm bar over `total` units (a disabled one that accepts the same calls when not shown)."""
-    from tqdm import tqdm
-
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, leave=False,
                 mininterval=0.5, dynamic_ncols=True, disable=not progress_enabled())
 
@@ -33,6 +33,6 @@ def quiet_transformers_bars() -> None:
     """transformers draws bars of its own (loading weights, writing shards); hide them wherever ours
     are hidden, so a turn's output and CI logs stay readable. Never turns them on."""
     if not progress_enabled():
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # heavy: callers have loaded it already
 
         hf_logging.disable_progress_bar()

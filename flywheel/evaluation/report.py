@@ -12,9 +12,12 @@ import io
 import json
 import math
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from flywheel.evaluation.runner import METRICS, Comparison, EvalReport
 
@@ -25,11 +28,10 @@ def _fmt(e, digits: int = 3) -> str:
 
 def bar_chart_png(reports: Mapping[str, EvalReport]) -> bytes:
     """pass@1 per domain for each labelled report, with 95% bootstrap intervals as error bars."""
-    import matplotlib
+    import matplotlib  # heavy: only a report that draws its chart loads it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     labels = list(reports)
     domains = sorted({d for r in reports.values() for d in r.metrics if d != "overall"}) + ["overall"]
@@ -125,9 +127,7 @@ def log_to_mlflow(
     Uses an explicit `MlflowClient`, never the process-global tracking URI (which mlflow also
     exports to the environment), so evaluation cannot redirect anyone else's logging.
     """
-    import time
-
-    from mlflow import MlflowClient
+    from mlflow import MlflowClient  # heavy: only logging a report loads it
     from mlflow.entities import Metric, Param
 
     client = MlflowClient(tracking_uri=tracking_uri)

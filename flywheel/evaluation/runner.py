@@ -2,24 +2,29 @@
 
 The policy is any `Generator`: a callable taking tasks and returning `n_samples`
 rollouts per task (multi-step agent tasks already run to completion by the engine).
-`torch_generator()` wraps the torch rollout engine; tests may pass any other callable.
-Scoring always goes through the verifiers (`flywheel.verifiers.score`), never through
+`engine_generator(engine)` wraps a rollout engine (torch or vLLM); tests may pass any other callable.
+Scoring always goes through the verifiers (`flywheel.verifiers.score_batch`), never through
 a verdict the generator attached, so a candidate and its champion are judged alike.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from flywheel.evaluation.metrics import Estimate, bootstrap_ci, paired_difference, pass_at_k
 from flywheel.evaluation.suites import ContaminationReport, EvalConfig, contamination, eval_tasks
-from flywheel.rollout.types import Rollout
+from flywheel.rollout import build_engine, generate_for_tasks
+from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
+from flywheel.verifiers import score_batch
 from flywheel.verifiers.verdict import Verdict
 
 ScoreFn = Callable[[str, dict, str], Verdict]
@@ -125,19 +130,11 @@ def aggregate(results: Sequence[TaskResult], config: EvalConfig) -> dict[str, di
     return out
 
 
-def _default_score() -> ScoreFn:
-    from flywheel.verifiers import score  # the verifiers' entry point
-
-    return score
-
-
 def score_all(items: Sequence[tuple[str, dict, str]], score: ScoreFn | None = None,
               concurrency: int = 2) -> list[Verdict]:
     """Verdicts of `(domain, verifier_task, response)` items, in order: the verifiers' batch API by default."""
     if score is not None:
         return [score(d, t, r) for d, t, r in items]
-    from flywheel.verifiers import score_batch
-
     return list(score_batch(list(items), concurrency=concurrency))
 
 
@@ -172,9 +169,6 @@ def engine_generator(engine: Any) -> Generator:
     """A `Generator` over a rollout engine (torch or vLLM): agent tasks run their tool loop to the end."""
 
     def generate(tasks: Sequence[Task], config: EvalConfig) -> list[list[Rollout]]:
-        from flywheel.rollout import generate_for_tasks
-        from flywheel.rollout.types import SamplingParams
-
         sp = SamplingParams(temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=config.seed)
         groups: list[list[Rollout]] = [[] for _ in tasks]
         for r in generate_for_tasks(engine, tasks, config.n_samples, sp, max_steps=config.max_steps):
@@ -257,10 +251,6 @@ def report_from_dict(d: dict[str, Any]) -> EvalReport:
 def _cache_key(model: str, config: EvalConfig, model_path: str = "") -> str:
     """Model id + where its weights are and when they were written + the config: a reset registry that
     reuses a version number, or weights rewritten in place, never hits a stale report."""
-    import hashlib
-    import json
-    from pathlib import Path
-
     p = Path(model_path)
     stamp = max((f.stat().st_mtime_ns for f in p.iterdir() if f.is_file()), default=0) if p.is_dir() else 0
     blob = json.dumps({"model": model, "path": str(p.resolve()) if model_path else "", "stamp": stamp,
@@ -279,11 +269,6 @@ def evaluate_policy(
     `cache_dir`: reuse the report of the same immutable `model` id under the same config
     (a registered version never changes, so the champion is scored once per config).
     """
-    import json
-    from pathlib import Path
-
-    from flywheel.rollout import build_engine
-
     config = config or EvalConfig()
     model = model or Path(model_path).name
     cached = Path(cache_dir) / f"{_cache_key(model, config, model_path)}.json" if cache_dir else None
