@@ -107,7 +107,7 @@ def turn_instance() -> dg.DagsterInstance:
 
 def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths) -> str:
     """Today's production: the registry's champion serves the day's tasks; before any champion, the simulator."""
-    from flywheel.loop import make_champion_responder, serve_day
+    from flywheel.serving.champion import make_champion_responder, serve_day
     from flywheel.tasks.traffic import simulate_day
 
     try:

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from flywheel.loop import ChampionResponder, ServeConfig, make_champion_responder, serve_day
+from flywheel.registry.mlflow_registry import Registry
+from flywheel.serving.champion import ChampionResponder, ServeConfig, make_champion_responder, serve_day
+from flywheel.tasks.responder import BatchResponder, text_from_messages
 from tests.test_registry import seed_mlflow_db
 
 
 def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, tmp_path, monkeypatch):
     import torch
 
-    from flywheel.registry.mlflow_registry import Registry
-    from flywheel.tasks.traffic import BatchResponder, response_text
     from tests.test_evaluation import _random_tiny
 
     torch.set_num_threads(1)
@@ -46,5 +46,5 @@ def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, tmp_path
         if not o["passed"]:
             assert o["error"]  # the verifier's reason is the error text mining reads
         assert r["messages"][-1]["role"] in ("assistant", "tool")
-        assert isinstance(response_text(r["messages"]), str)
+        assert isinstance(text_from_messages(r["messages"]), str)
     assert {r["domain"] for r in recs} >= {"math", "code"}

@@ -11,19 +11,11 @@ import pytest
 
 from flywheel.tasks.agent_env import IllegalCall, InventoryEnv
 from flywheel.tasks.base import Task
+from flywheel.tasks.responder import Response, messages_from_text, response_from_text, text_from_messages
+from flywheel.tasks.simulated_model import FAILURE_MODES, SIMULATED_MODEL, SimulatedResponder
 from flywheel.tasks.suites import train_suite
 from flywheel.tasks.toolcalls import parse_calls
-from flywheel.tasks.traffic import (
-    FAILURE_MODES,
-    SIMULATED_MODEL,
-    Response,
-    SimulatedResponder,
-    generate_day,
-    messages_from_text,
-    response_from_text,
-    response_text,
-    simulate_day,
-)
+from flywheel.tasks.traffic import generate_day, simulate_day, write_day
 
 DAY = "2026-12-01"
 
@@ -118,7 +110,7 @@ def test_tasks_repeat_and_difficulty_spreads_pass_rates(day):
 
 def _verify(r) -> bool:
     """An independent check of a logged response against its reference."""
-    text, ref = response_text(r["messages"]), r["reference"]
+    text, ref = text_from_messages(r["messages"]), r["reference"]
     if r["domain"] == "math":
         m = re.search(r"Answer:\s*(-?\d+)", text)
         return bool(m) and m.group(1) == ref["answer"]
@@ -150,7 +142,7 @@ def test_logged_outcomes_agree_with_the_references(day):
     rng = random.Random(0)
     sample = rng.sample(recs, 600)
     for r in sample:
-        assert _verify(r) == r["outcome"]["passed"], (r["domain"], r["sim"], response_text(r["messages"])[:300])
+        assert _verify(r) == r["outcome"]["passed"], (r["domain"], r["sim"], text_from_messages(r["messages"])[:300])
     runtime = [r for r in recs if r["sim"]["failure_mode"] == "runtime_error"]
     errors = Counter(r["outcome"]["error"].rstrip().rsplit("\n", 1)[-1].split(":")[0] for r in runtime)
     assert len(errors) >= 5  # several exception types
@@ -161,11 +153,11 @@ def test_text_and_messages_round_trip():
     t = train_suite("agent", 5)[0]
     msgs = messages_from_text("agent", t.solution)
     assert [m["role"] for m in msgs][:2] == ["assistant", "tool"] and msgs[0]["tool_calls"]
-    assert response_text([{"role": "user", "content": t.prompt}, *msgs]) == t.solution
+    assert text_from_messages([{"role": "user", "content": t.prompt}, *msgs]) == t.solution
     broken = '<tool_call>{"name": "add", "arguments": {"item": "x", "qty": 2</tool_call>'
     bm = messages_from_text("agent", broken)
     assert bm[0]["tool_calls"][0]["function"]["name"] == "add"
-    calls = parse_calls(response_text(bm))  # the malformed call stays malformed for a verifier
+    calls = parse_calls(text_from_messages(bm))  # the malformed call stays malformed for a verifier
     assert len(calls) == 1 and calls[0].error is not None
     assert messages_from_text("math", "Answer: 3") == [{"role": "assistant", "content": "Answer: 3"}]
 
@@ -197,7 +189,6 @@ def test_responder_seam_plugs_in_another_model():
 
 def test_ingest_quarantines_exactly_the_malformed_lines(flywheel_home):
     from flywheel.logs.ingest import ingest
-    from flywheel.tasks.traffic import write_day
 
     traffic = generate_day(DAY, 1500, seed=11)
     folder = write_day(flywheel_home.raw_logs, traffic)

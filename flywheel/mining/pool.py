@@ -37,7 +37,7 @@ from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
 from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
 from flywheel.tasks.agent_tasks import render_trajectory
 from flywheel.tasks.base import Task
-from flywheel.tasks.traffic import response_text
+from flywheel.tasks.responder import text_from_messages
 
 TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("task_id", "VARCHAR"), ("domain", "VARCHAR"), ("prompt", "VARCHAR"), ("reference", "VARCHAR"),
@@ -316,7 +316,7 @@ def _fill_failed_responses(con: duckdb.DuckDBPyConnection) -> None:
     for task_id, messages in rows:
         try:
             msgs = json.loads(messages)
-            text = response_text(msgs) if isinstance(msgs, list) else None
+            text = text_from_messages(msgs) if isinstance(msgs, list) else None
         except (json.JSONDecodeError, TypeError, AttributeError):
             text = None
         ids.append(task_id)

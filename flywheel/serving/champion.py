@@ -1,11 +1,12 @@
-"""Closing the loop: the deployed champion serves tomorrow's (simulated) production traffic.
+"""The production responder: the deployed champion serves tomorrow's traffic.
 
-`ChampionResponder` plugs into the traffic generator's responder seam
-(`flywheel.tasks.traffic.simulate_day(..., responder=...)`): it samples the champion through
-the torch rollout engine on the day's tasks (agent tasks run their tool loop), scores every
-response with the verifiers to fill `outcome.passed` and the error text, and measures tokens,
-latency and cost. Each log line's `model` is the champion's registered `name:version`, so the
-next turn mines exactly the failures of the model that is deployed.
+`ChampionResponder` plugs into the responder seam (`flywheel.tasks.responder`), so the day's log
+writer (`flywheel.tasks.traffic.simulate_day(..., responder=...)`, or `serve_day` here) logs what
+it answered: it samples the champion through a rollout engine (torch by default) on the day's
+tasks (agent tasks run their tool loop), scores every response with the verifiers to fill
+`outcome.passed` and the error text, and measures tokens, latency and cost. Each log line's
+`model` is the champion's registered `name:version`, so the next turn mines exactly the failures
+of the model that is deployed.
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
+from flywheel.evaluation.runner import ScoreFn, score_all
 from flywheel.paths import FlywheelPaths
+from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+from flywheel.rollout import build_engine, generate_for_tasks
+from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
+from flywheel.tasks.responder import Responder, Response, response_from_text
+from flywheel.tasks.traffic import simulate_day
+from flywheel.verifiers.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,8 @@ class ServeConfig:
     price_per_1k_completion_tokens: float = field(default=0.0015, metadata={"help": "USD per 1000 completion tokens"})
 
 
-def _outcome_from(task: Task, rollout: Any, verdict: Any, latency_ms: float, cfg: ServeConfig) -> dict[str, Any]:
+def _outcome_from(task: Task, rollout: Rollout, verdict: Verdict, latency_ms: float,
+                  cfg: ServeConfig) -> dict[str, Any]:
     pt = len(rollout.prompt_ids)
     ct = int(sum(rollout.loss_mask)) if rollout.loss_mask else len(rollout.token_ids)
     out: dict[str, Any] = {
@@ -57,24 +66,17 @@ def _outcome_from(task: Task, rollout: Any, verdict: Any, latency_ms: float, cfg
 
 
 class ChampionResponder:
-    """A `BatchResponder` (and `Responder`) serving one registered model through the torch engine."""
+    """A `BatchResponder` (and `Responder`) serving one registered model through a rollout engine."""
 
     def __init__(self, model_path: str | Path, model_id: str, config: ServeConfig | None = None,
-                 score: Any = None, device: str = "cpu", engine: str = "torch") -> None:
-        from flywheel.rollout import build_engine
-
+                 score: ScoreFn | None = None, device: str = "cpu", engine: str = "torch") -> None:
         self.model_path, self.model_id = str(model_path), model_id
         self.config = config or ServeConfig()
         self.engine = build_engine(engine, self.model_path, device=device)
         self.score = score  # None: the verifiers' batch API
 
-    def respond_batch(self, tasks: Sequence[Task], rng: random.Random) -> list[Any]:
+    def respond_batch(self, tasks: Sequence[Task], rng: random.Random) -> list[Response]:
         """One sampled response per request, in order, each with its verified outcome."""
-        from flywheel.evaluation.runner import score_all
-        from flywheel.rollout import generate_for_tasks
-        from flywheel.rollout.types import SamplingParams
-        from flywheel.tasks.traffic import response_from_text
-
         if not tasks:
             return []
         cfg = self.config
@@ -92,31 +94,22 @@ class ChampionResponder:
             out.append(resp)
         return out
 
-    def __call__(self, task: Task, rng: random.Random) -> Any:
+    def __call__(self, task: Task, rng: random.Random) -> Response:
         return self.respond_batch([task], rng)[0]
 
 
 def make_champion_responder(
-    tracking_uri: str | None = None, model_name: str | None = None, config: ServeConfig | None = None,
-    paths: FlywheelPaths | None = None, score: Any = None, device: str = "cpu",
+    paths: FlywheelPaths, tracking_uri: str | None = None, model_name: str | None = None,
+    config: ServeConfig | None = None, score: ScoreFn | None = None, device: str = "cpu", engine: str = "torch",
 ) -> ChampionResponder:
-    """The responder for whatever the registry's `champion` alias points at now."""
-    from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
-
-    paths = paths or FlywheelPaths.from_env()
+    """The responder for whatever the registry (at `tracking_uri`, else `paths`' MLflow) calls `champion` now."""
     reg = Registry(tracking_uri or paths.mlflow_uri, model_name or DEFAULT_MODEL_NAME)
     champ = reg.champion()
     if champ is None:
         raise LookupError(f"no `champion` alias on {reg.name}: run a turn (or register a base model) first")
-    return ChampionResponder(champ.model_path, champ.uri, config, score=score, device=device)
+    return ChampionResponder(champ.model_path, champ.uri, config, score=score, device=device, engine=engine)
 
 
-def serve_day(
-    day: Date | str, n_records: int, seed: int, responder: Any, out_dir: str | Path | None = None,
-    paths: FlywheelPaths | None = None,
-) -> Path:
-    """Write the day's raw logs as served by `responder` (the next day's `raw_task_logs` partition)."""
-    from flywheel.tasks.traffic import simulate_day
-
-    paths = paths or FlywheelPaths.from_env()
-    return simulate_day(out_dir or paths.raw_logs, day, n_records, seed, responder=responder)
+def serve_day(day: Date | str, n_records: int, seed: int, responder: Responder, paths: FlywheelPaths) -> Path:
+    """Write the day's raw logs as served by `responder` under `paths.raw_logs` (the next `raw_task_logs` partition)."""
+    return simulate_day(paths.raw_logs, day, n_records, seed, responder=responder)

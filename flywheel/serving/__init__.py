@@ -1,0 +1,1 @@
+"""flywheel.serving: the deployed champion answering production traffic (`champion.py`)."""
