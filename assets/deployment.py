@@ -43,8 +43,8 @@ class DeployConfig(dg.Config):
 def deployed_model(
     context: dg.AssetExecutionContext, config: DeployConfig, storage: StorageResource
 ) -> dg.MaterializeResult:
-    from flywheel.evaluation.candidate import eval_dir
     from flywheel.gpu import GpuSpec
+    from flywheel.registry.candidate import eval_dir
     from flywheel.registry.deploy import champion_regression, deploy_candidate
 
     release, paths = context.partition_key, storage.paths()

@@ -72,7 +72,7 @@ def eval_report(
     )
     c = ev.candidate.contamination
     return dg.MaterializeResult(
-        metadata={"report": dg.MetadataValue.md(ev.markdown), **dagster_summary(ev)},
+        metadata={"report": dg.MetadataValue.md(ev.markdown), **ev.flat_metrics()},
         check_results=[
             dg.AssetCheckResult(check_name="eval_set_decontaminated", passed=bool(prompts) and c.clean,
                                 severity=dg.AssetCheckSeverity.ERROR,

@@ -133,7 +133,7 @@ def _run_config(log_level: str, ops: dict[str, Any]) -> dict[str, Any]:
 def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dict[str, Any]:
     """Run one whole turn and return its summary (`eval_before`, `eval_after`, `promoted`, `reason`, …)."""
     from assets.definitions import build_definitions
-    from flywheel.evaluation.candidate import eval_dir, load_candidate_eval
+    from flywheel.registry.candidate import eval_dir, load_candidate_eval
 
     defs = build_definitions()
     paths = defs.resources["storage"].paths()  # where the jobs below read and write

@@ -11,6 +11,7 @@ from typing import Any
 
 from flywheel.gpu import GpuSpec
 from flywheel.paths import FlywheelPaths
+from flywheel.registry.candidate import load_candidate_eval
 from flywheel.registry.gate import GateConfig, PromotionDecision
 from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, ModelRef, Registry, promote_if_better
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
@@ -48,8 +49,6 @@ def deploy_candidate(
     If the champion moved since that evaluation (another base model's run promoted in
     between), the comparison is stale: the candidate is registered but not promoted.
     """
-    from flywheel.evaluation.candidate import load_candidate_eval
-
     paths = paths.ensure()
     reg = Registry(paths.mlflow_uri, model_name, artifact_location=paths.mlflow_artifacts.as_uri())
     ev = load_candidate_eval(eval_dir)

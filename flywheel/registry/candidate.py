@@ -25,6 +25,7 @@ from flywheel.evaluation.runner import (
 )
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.paths import FlywheelPaths
+from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
 
 
 @dataclass
@@ -38,6 +39,25 @@ class CandidateEval:
     report_dir: Path
     eval_run_id: str | None
     markdown: str
+
+    def flat_metrics(self) -> dict[str, Any]:
+        """Flat numbers (asset metadata): pass@1 before/after per domain, the paired diffs, cost, contamination."""
+        out: dict[str, Any] = {}
+        for d, v in self.champion.pass_rates().items():
+            out[f"before/{d}/pass@1"] = v
+        for d, v in self.candidate.pass_rates().items():
+            out[f"after/{d}/pass@1"] = v
+        for d, e in self.comparison.diffs.items():
+            out[f"diff/{d}"] = round(e.value, 4)
+            out[f"diff/{d}/ci"] = f"[{e.lo:+.3f}, {e.hi:+.3f}]"
+        m = self.candidate.metrics["overall"]
+        out.update({"tokens_per_task": round(m["tokens"].value, 1),
+                    "latency_ms_per_task": round(m["latency_ms"].value, 1),
+                    "cost_usd_per_task": m["cost_usd"].value, "mean_steps": round(m["steps"].value, 2),
+                    "champion": self.champion_uri, "eval_run_id": self.eval_run_id or "",
+                    "report_dir": str(self.report_dir),
+                    "eval_seconds": round(self.candidate.wall_s + self.champion.wall_s, 1)})
+        return out
 
     def summary(self) -> dict[str, Any]:
         """What `flywheel turn --json` prints: before (champion) and after (candidate) pass rates."""
@@ -66,8 +86,6 @@ def evaluate_candidate(
     mlflow_tags: dict[str, str] | None = None,
 ) -> CandidateEval:
     """Evaluate the candidate at `candidate_path` and the champion on the same tasks; report and log them."""
-    from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
-
     paths = paths.ensure()
     uri = paths.mlflow_uri
     reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
@@ -123,20 +141,3 @@ def training_prompts(warehouse: str | Path) -> list[str] | None:
     finally:
         con.close()
 
-
-def dagster_summary(ev: CandidateEval) -> dict[str, Any]:
-    """Flat numbers for asset metadata: pass@1 before/after per domain, the paired diffs, contamination."""
-    out: dict[str, Any] = {}
-    for d, v in ev.champion.pass_rates().items():
-        out[f"before/{d}/pass@1"] = v
-    for d, v in ev.candidate.pass_rates().items():
-        out[f"after/{d}/pass@1"] = v
-    for d, e in ev.comparison.diffs.items():
-        out[f"diff/{d}"] = round(e.value, 4)
-        out[f"diff/{d}/ci"] = f"[{e.lo:+.3f}, {e.hi:+.3f}]"
-    m = ev.candidate.metrics["overall"]
-    out.update({"tokens_per_task": round(m["tokens"].value, 1), "latency_ms_per_task": round(m["latency_ms"].value, 1),
-                "cost_usd_per_task": m["cost_usd"].value, "mean_steps": round(m["steps"].value, 2),
-                "champion": ev.champion_uri, "eval_run_id": ev.eval_run_id or "", "report_dir": str(ev.report_dir),
-                "eval_seconds": round(ev.candidate.wall_s + ev.champion.wall_s, 1)})
-    return out
