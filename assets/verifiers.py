@@ -2,11 +2,11 @@
 
 
 import dagster as dg
-from dagster_duckdb import DuckDBResource
 
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers
 from flywheel.verifiers.registry import VerifierRegistry
 from resources.sandbox import SandboxPoolResource
+from resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-verifiers"]
 
@@ -32,11 +32,11 @@ class ValidShareConfig(dg.Config):
 @dg.asset(deps=["task_pool"], group_name="verifiers", owners=OWNERS, kinds={"duckdb", "python"},
           description="One verifier per task_pool task, validated on its reference solution, the logged "
                       "failure and the generic hack probes; table `verifiers` (invalid ones kept, flagged).")
-def verifiers(context: dg.AssetExecutionContext, config: VerifiersConfig, duckdb: DuckDBResource,
+def verifiers(context: dg.AssetExecutionContext, config: VerifiersConfig, storage: StorageResource,
               sandbox: SandboxPoolResource) -> dg.MaterializeResult:
     registry = VerifierRegistry(sandbox=sandbox.get_pool(), code_timeout_s=config.code_timeout_s,
                         math_timeout_s=config.math_timeout_s)
-    with duckdb.get_connection() as con:
+    with storage.warehouse() as con:
         report = build_verifiers(con, config.to_lib(), registry)
     context.log.info(f"verifiers: {report.valid}/{report.total} valid in {report.seconds}s")
     return dg.MaterializeResult(metadata={
@@ -50,8 +50,8 @@ def verifiers(context: dg.AssetExecutionContext, config: VerifiersConfig, duckdb
 
 @dg.asset_check(asset=verifiers, blocking=True,
                 description="The share of valid verifiers is at least the configured floor.")
-def verifiers_valid_share(config: ValidShareConfig, duckdb: DuckDBResource) -> dg.AssetCheckResult:
-    with duckdb.get_connection() as con:
+def verifiers_valid_share(config: ValidShareConfig, storage: StorageResource) -> dg.AssetCheckResult:
+    with storage.warehouse() as con:
         total, valid = con.execute("SELECT count(*), count(*) FILTER (WHERE valid) FROM verifiers").fetchone()
     share = valid / total if total else 1.0
     return dg.AssetCheckResult(passed=share >= config.min_valid_share, metadata={

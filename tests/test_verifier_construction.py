@@ -7,7 +7,6 @@ import json
 import dagster as dg
 import duckdb
 import pytest
-from dagster_duckdb import DuckDBResource
 
 from flywheel.mining.pool import TASK_POOL_COLUMNS
 from flywheel.tasks.agent_env import TOOLS
@@ -103,8 +102,9 @@ def test_asset_and_blocking_check(tmp_path):
     _sandbox_or_skip()
     from assets.verifiers import verifiers, verifiers_valid_share
     from resources.sandbox import SandboxPoolResource
+    from resources.storage import StorageResource
 
-    db = str(tmp_path / "wh.duckdb")
+    db = str(tmp_path / "warehouse.duckdb")  # the storage home's warehouse
     con = duckdb.connect(db)
     make_pool(con, n=1, broken=False)
     con.execute("INSERT INTO task_pool SELECT 'bad-ref', 'code', 'x', '{\"entry_point\": \"f\"}', NULL, 1, 0, 0, 1, "
@@ -119,7 +119,7 @@ def test_asset_and_blocking_check(tmp_path):
         return dg.materialize(
             [task_pool_stub, verifiers, verifiers_valid_share],
             selection=dg.AssetSelection.assets("verifiers"),
-            resources={"duckdb": DuckDBResource(database=db), "sandbox": SandboxPoolResource()},
+            resources={"storage": StorageResource(home=str(tmp_path)), "sandbox": SandboxPoolResource()},
             run_config={"ops": {"verifiers": {"config": {"code_timeout_s": 1.5, "slow_probes": False}},
                                 "verifiers_verifiers_valid_share": {"config": {"min_valid_share": floor}}}},
             raise_on_error=False,
