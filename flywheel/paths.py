@@ -22,13 +22,6 @@ class FlywheelPaths:
     tracking_uri: str = ""
     releases_dir: Path | None = None
 
-    @classmethod
-    def from_env(cls, home: str | None = None) -> FlywheelPaths:  # TEMPORARY: deleted once callers use storage_from_env
-        from flywheel.commands.storage import storage_from_env
-
-        env = storage_from_env()
-        return cls(home=Path(home).resolve(), tracking_uri=env.tracking_uri) if home else env
-
     @property
     def warehouse(self) -> Path:
         """The DuckDB file holding logs, quarantine, mining results, verdict cache, difficulty history."""
