@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.storage import storage_from_env
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +34,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from flywheel.commands.storage import storage_from_env
     from flywheel.models.build import build_tiny_model
     from flywheel.models.recipe import is_tiny_release, recipe_for
 
@@ -50,7 +50,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from flywheel.commands.storage import storage_from_env
     from flywheel.models import resolve_base_model
     from flywheel.rollout import build_engine, generate_for_tasks
     from flywheel.rollout.types import SamplingParams
