@@ -2,13 +2,17 @@
 
 
 import base64
+from collections.abc import Mapping
+from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
+from assets.config import config_class
 from assets.metadata import latest_metadata, upstream_value
 from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
-from flywheel.train.recipe import TINY_RLVR, domain_weights
+from flywheel.train.config import GRPOConfig
 from resources.gpu import GpuResource, gpu_op_tags
 from resources.storage import StorageResource
 from resources.trainer import TrainerResource
@@ -17,40 +21,23 @@ TRAIN_GPU = GpuSpec(count=1)
 """The update and the rollouts share one GPU where there is one (CPU otherwise); one training run per pool."""
 
 
-class RlvrConfig(dg.Config):
-    """What the training run does (`.to_lib()` -> `GRPOConfig`); where it runs is `TrainerResource`.
-    Defaults: the measured tiny-model recipe (`flywheel.train.recipe`)."""
+PLACEMENT = ("backend", "zero_stage", "device", "num_threads")
+"""`GRPOConfig` fields the resources decide (`TrainerResource`, `GpuResource`): where the run happens."""
 
-    steps: int = TINY_RLVR["steps"]
-    prompts_per_step: int = TINY_RLVR["prompts_per_step"]
-    group_size: int = TINY_RLVR["group_size"]
-    lr: float = TINY_RLVR["lr"]
-    lr_schedule: str = TINY_RLVR["lr_schedule"]
-    advantage: str = TINY_RLVR["advantage"]
-    temperature: float = TINY_RLVR["temperature"]
-    max_new_tokens: int = TINY_RLVR["max_new_tokens"]
-    max_refill_rounds: int = TINY_RLVR["max_refill_rounds"]
-    micro_batch_size: int = TINY_RLVR["micro_batch_size"]
-    domain_weights: dict[str, float] = domain_weights()
-    kl_coef: float = 0.0
-    seed: int = 0
-    backend: str = ""  # empty: the TrainerResource's backend
-    checkpoint_every: int = 10
-    time_budget_s: float = 0.0  # 0: no wall-clock cap
 
-    def to_lib(self, placement: dict | None = None):
-        from flywheel.train.config import GRPOConfig
+class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but placement.", exclude=PLACEMENT,
+                              module=__name__)):
+    """What the training run does (`.to_lib()` -> `GRPOConfig`, whose defaults are the measured tiny-model
+    recipe); where it runs is `TrainerResource` and `GpuResource`."""
 
+    backend: str = Field(default="", description="Update backend of this run: torch | deepspeed "
+                                                 "(empty: the TrainerResource's).")
+
+    def to_lib(self, placement: Mapping[str, Any] | None = None) -> GRPOConfig:
         place = dict(placement or {})
         if self.backend:
             place["backend"] = self.backend
-        return GRPOConfig(
-            seed=self.seed, steps=self.steps, prompts_per_step=self.prompts_per_step, group_size=self.group_size,
-            lr=self.lr, lr_schedule=self.lr_schedule, advantage=self.advantage, temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens, max_refill_rounds=self.max_refill_rounds,
-            micro_batch_size=self.micro_batch_size, domain_weights=dict(self.domain_weights), kl_coef=self.kl_coef, checkpoint_every=self.checkpoint_every,
-            **place,
-        )
+        return super().to_lib(**place)
 
 
 @dg.asset(
@@ -72,8 +59,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])
     res = train_policy(cfg, upstream_value(context, "base_model", "path"), release, paths=storage.paths(),
                        telemetry=storage.telemetry(),
-                       data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions},
-                       time_budget_s=config.time_budget_s or None)
+                       data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions})
     rewards = [h.get("reward/mean", float("nan")) for h in res.history]
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
     sound = res.finished and res.policy_dir is not None and all(math.isfinite(r) for r in rewards)

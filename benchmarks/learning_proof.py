@@ -21,9 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flywheel.train.recipe import MATH_WEIGHT, TINY_RLVR, domain_weights  # noqa: E402
+from flywheel.config_fields import add_flags, from_args  # noqa: E402
+from flywheel.train.config import GRPOConfig  # noqa: E402
 
-DEFAULTS = {**TINY_RLVR, "steps": 360, "math_weight": MATH_WEIGHT}
+PROOF_RUN = {"steps": 360, "time_budget_s": 570.0, "checkpoint_every": 0, "num_threads": 1}
+"""Where the proof departs from the recipe (`GRPOConfig`'s defaults): a longer run under a wall-clock cap
+checked after each step, so it stops below 600 s; no intermediate checkpoints; one torch thread (on a
+shared box 2 threads spin-wait and crawl)."""
 
 
 def paired_ci(before: list[float], after: list[float], seed: int = 0, n_boot: int = 2000) -> tuple[float, float, float]:
@@ -40,31 +44,16 @@ def paired_ci(before: list[float], after: list[float], seed: int = 0, n_boot: in
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-model", default=None, help="HF folder; default: build/reuse tiny-v1 under $FLYWHEEL_HOME")
-    ap.add_argument("--budget-s", type=float, default=570.0, help="time cap of the training run (checked after each step, so it stops below 600 s)")
-    ap.add_argument("--budget-clock", choices=["wall", "cpu"], default="wall",
-                    help="wall: elapsed time; cpu: this process's CPU time (a shared machine's fair equivalent "
-                         "of dedicated cores; both are printed)")
-    ap.add_argument("--steps", type=int, default=DEFAULTS["steps"])
-    ap.add_argument("--lr", type=float, default=DEFAULTS["lr"])
-    ap.add_argument("--group-size", type=int, default=DEFAULTS["group_size"])
-    ap.add_argument("--prompts-per-step", type=int, default=DEFAULTS["prompts_per_step"])
-    ap.add_argument("--temperature", type=float, default=DEFAULTS["temperature"])
-    ap.add_argument("--advantage", choices=["grpo", "dr_grpo"], default=DEFAULTS["advantage"])
-    ap.add_argument("--lr-schedule", choices=["constant", "cosine"], default=DEFAULTS["lr_schedule"],
-                    help="cosine decays over --steps (set --steps to what the budget allows)")
-    ap.add_argument("--max-refill-rounds", type=int, default=DEFAULTS["max_refill_rounds"])
-    ap.add_argument("--math-weight", type=float, default=DEFAULTS["math_weight"],
-                    help="share of math groups; code and agent split the rest so they are not forgotten")
+    add_flags(ap.add_argument_group("run config (GRPOConfig)"), GRPOConfig, defaults=PROOF_RUN)
     ap.add_argument("--eval-samples", type=int, default=4)
     ap.add_argument("--eval-temperature", type=float, default=1.0)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: on a shared box 2 threads spin-wait and crawl)")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--train-tasks", type=int, default=2000, help="math train tasks (code/agent: a fifth each)")
     args = ap.parse_args(argv)
+    cfg = from_args(GRPOConfig, args)
 
     import torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(cfg.num_threads)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from flywheel.commands.storage import storage_from_env
     from flywheel.evaluation.runner import engine_generator, evaluate
@@ -72,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     from flywheel.rollout.checkpoint import load_model
     from flywheel.rollout.torch_engine import TorchEngine
     from flywheel.tasks.suites import train_suite
-    from flywheel.train.config import GRPOConfig
     from flywheel.train.rollouts import default_score_fn
-    from flywheel.train.trainer import train_rlvr
+    from flywheel.train.trainer import RunInputs, train_rlvr
 
     paths = storage_from_env().ensure()
     base = args.base_model
@@ -97,13 +85,6 @@ def main(argv: list[str] | None = None) -> int:
 
     tasks = (train_suite("math", args.train_tasks) + train_suite("code", args.train_tasks // 5)
              + train_suite("agent", args.train_tasks // 5))
-    cfg = GRPOConfig(
-        seed=args.seed, steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
-        micro_batch_size=DEFAULTS["micro_batch_size"], lr=args.lr, lr_schedule=args.lr_schedule, temperature=args.temperature,
-        max_new_tokens=DEFAULTS["max_new_tokens"], advantage=args.advantage,
-        max_refill_rounds=args.max_refill_rounds, checkpoint_every=0, num_threads=args.threads,
-        domain_weights=domain_weights(math_weight=args.math_weight),
-    )
     def on_step(step: int, m: dict) -> None:
         if step % 10 == 0:
             print(f"step {step:4d} reward {m.get('reward/mean', 0):.3f} math {m.get('reward_mean/math', float('nan')):.3f} "
@@ -112,14 +93,14 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     # the run ends at `--steps` or when the wall-clock budget is spent, whichever comes first
-    res = train_rlvr(cfg, base, tasks, paths=paths, run_name=f"learning-proof-{int(time.time())}",
-                     score_fn=score, on_step=on_step, data_partitions={"base_model": Path(base).name},
-                     time_budget_s=args.budget_s, budget_clock=args.budget_clock)
+    inputs = RunInputs(base, tasks, paths, f"learning-proof-{int(time.time())}",
+                       data_partitions={"base_model": Path(base).name})
+    res = train_rlvr(cfg, inputs, score_fn=score, on_step=on_step)
     train_s = time.perf_counter() - t0
     after, _ = run_eval(str(res.policy_dir), "rlvr")
 
     out: dict = {"train_wall_s": round(train_s, 1), "config": {k: v for k, v in cfg.to_dict().items() if k in (
-                     "lr", "lr_schedule", "steps", "advantage", "prompts_per_step", "group_size", "max_refill_rounds", "domain_weights", "temperature")}, "train_cpu_s": round(res.cpu_s, 1), "budget_clock": args.budget_clock,
+                     "lr", "lr_schedule", "steps", "advantage", "prompts_per_step", "group_size", "max_refill_rounds", "domain_weights", "temperature")}, "train_cpu_s": round(res.cpu_s, 1), "budget_clock": cfg.budget_clock,
                  "load_avg_1m": round(os.getloadavg()[0], 1), "steps": res.steps_done, "mlflow_run_id": res.mlflow_run_id,
                  "eval_samples": args.eval_samples, "eval_temperature": args.eval_temperature, "domains": {}}
     by_task_b = {r.task_id: r.pass1 for r in before.tasks}
@@ -138,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     out["math_gain_points"] = round(dm * 100, 1)
     out["pass_math_ge_20_points"] = dm >= 0.20
     out["others_not_lower"] = all(v["delta_ci"][1] > -0.05 or v["delta"] >= 0 for k, v in out["domains"].items() if k != "math")
-    out["within_10_min"] = (res.cpu_s if args.budget_clock == "cpu" else train_s) <= 600
+    out["within_10_min"] = (res.cpu_s if cfg.budget_clock == "cpu" else train_s) <= 600
     print(f"\ntraining {train_s:.0f}s wall ({res.cpu_s:.0f}s CPU, load avg {os.getloadavg()[0]:.1f}) for "
           f"{res.steps_done} steps; math {dm*100:+.1f} points")
     print(json.dumps(out, sort_keys=True))

@@ -9,7 +9,7 @@ from flywheel.tasks.suites import train_suite
 from flywheel.train.checkpoint import latest_checkpoint
 from flywheel.train.config import GRPOConfig
 from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import train_rlvr
+from flywheel.train.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
 
 
@@ -32,12 +32,12 @@ def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, pip
                      checkpoint_every=2, off_policy_pipeline=pipelined, lr_schedule="cosine", warmup_steps=1,
                      num_threads=1)
     off = Telemetry(None, enabled=False)
-    full = train_rlvr(cfg, policy_dir, tasks, paths=flywheel_home, run_name="full", score_fn=digit_reward, telemetry=off)
-    part = train_rlvr(cfg, policy_dir, tasks, paths=flywheel_home, run_name="crash", score_fn=digit_reward,
+    full = train_rlvr(cfg, RunInputs(policy_dir, tasks, flywheel_home, "full"), score_fn=digit_reward, telemetry=off)
+    part = train_rlvr(cfg, RunInputs(policy_dir, tasks, flywheel_home, "crash"), score_fn=digit_reward,
                       telemetry=off, stop_after=2)  # the "crash": the process stops after step 2
     assert not part.finished and part.policy_dir is None
     assert latest_checkpoint(flywheel_home.checkpoints / "crash").name == "step_000002"
-    resumed = train_rlvr(cfg, policy_dir, tasks, paths=flywheel_home, run_name="crash", score_fn=digit_reward,
+    resumed = train_rlvr(cfg, RunInputs(policy_dir, tasks, flywheel_home, "crash"), score_fn=digit_reward,
                          telemetry=off, resume=True)
     assert resumed.finished and resumed.steps_done == 4 and len(resumed.history) == 4
     a, b = full.model.state_dict(), resumed.model.state_dict()
@@ -52,7 +52,7 @@ def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, pip
 
 def test_checkpoint_holds_optimizer_rng_and_pass_rates(flywheel_home, policy_dir):
     cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=3, max_new_tokens=8, num_threads=1)
-    train_rlvr(cfg, policy_dir, train_suite("math", 10), paths=flywheel_home, run_name="one",
+    train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 10), flywheel_home, "one"),
                score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
     ck = latest_checkpoint(flywheel_home.checkpoints / "one")
     state = torch.load(ck / "trainer_state.pt", weights_only=False)

@@ -8,7 +8,7 @@ from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.deepspeed_backend import ds_config
 from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import train_rlvr
+from flywheel.train.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
 
 
@@ -33,7 +33,7 @@ def test_ds_config_carries_zero_stage_and_clipping():
 def _run(backend, policy_dir, home, device="cpu"):
     cfg = GRPOConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=5, max_new_tokens=10, lr=1e-2,
                      backend=backend, device=device, checkpoint_every=1, num_threads=1)
-    return train_rlvr(cfg, policy_dir, train_suite("math", 20), paths=home, run_name=backend,
+    return train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 20), home, backend),
                       score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
 
 
@@ -58,6 +58,6 @@ def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, 
 def test_deepspeed_zero2_step_on_cuda(flywheel_home, policy_dir):
     cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=4, max_new_tokens=10, backend="deepspeed", zero_stage=2,
                      device="cuda")
-    res = train_rlvr(cfg, policy_dir, train_suite("math", 10), paths=flywheel_home, run_name="ds_cuda",
+    res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 10), flywheel_home, "ds_cuda"),
                      score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
     assert res.finished and "gpu/mem_allocated_gb" in res.history[0]

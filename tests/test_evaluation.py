@@ -143,7 +143,7 @@ def test_evaluate_cli_json(tmp_path, capsys):
 
     torch.set_num_threads(1)
     path = _random_tiny(tmp_path / "tiny")
-    argv = ["evaluate", str(path), "--baseline", str(path), "--n-samples", "1", "--tasks", "math=2,agent=1",
+    argv = ["evaluate", str(path), "--baseline", str(path), "--n-samples", "1", "--tasks-per-domain", "math=2,agent=1",
             "--max-new-tokens", "16", "--out", str(tmp_path / "rep"), "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
@@ -151,4 +151,4 @@ def test_evaluate_cli_json(tmp_path, capsys):
     assert out["comparison"]["diffs"]["overall"]["value"] == 0.0  # same weights, same seed, same tasks
     assert Path(out["report"]["chart"]).exists()
     assert main(["evaluate", str(tmp_path / "missing"), "--json"]) == 2
-    assert main(["evaluate", str(path), "--tasks", "poetry=3"]) == 2
+    assert main(["evaluate", str(path), "--tasks-per-domain", "poetry=3"]) == 2

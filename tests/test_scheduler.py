@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from flywheel.rollout.scheduler import Group, TaskScheduler
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.suites import train_suite
+from flywheel.train.scheduler import Group, TaskScheduler
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 

@@ -11,7 +11,7 @@ import torch
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import train_rlvr
+from flywheel.train.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 
@@ -63,17 +63,18 @@ def test_training_changes_weights_and_records_an_mlflow_run(flywheel_home, polic
     from transformers import AutoModelForCausalLM
 
     before = _state(AutoModelForCausalLM.from_pretrained(policy_dir))
-    res = train_rlvr(CFG, policy_dir, tasks, paths=flywheel_home, run_name="t1", score_fn=digit_reward,
-                     data_partitions={"base_model": "test"})
+    res = train_rlvr(CFG, RunInputs(policy_dir, tasks, flywheel_home, "t1", data_partitions={"base_model": "test"}),
+                     score_fn=digit_reward)
     assert res.finished and res.steps_done == 2 and len(res.history) == 2
     after = _state(AutoModelForCausalLM.from_pretrained(res.policy_dir))  # HF-loadable policy
     assert any(not torch.equal(before[k], after[k]) for k in before)
     h = res.history[-1]
-    for key in ("reward/mean", "entropy", "kl", "clip_fraction", "response_length", "groups/dropped_share",
+    for key in ("reward/mean", "entropy", "clip_fraction", "response_length", "groups/dropped_share",
                 "tokens_per_s/generate", "time/generate_s", "time/verify_s", "time/update_s", "grad_norm",
                 "idle/update_waiting_for_rollouts", "idle/rollouts_waiting_for_update", "pass_rate/math"):
         assert key in h, key
     assert h["entropy"] > 0 and h["groups/kept"] > 0
+    assert "kl" not in h  # kl_coef 0 keeps no reference policy: no KL to report, not a flat 0
     # the MLflow run is real: params (config + manifest), metrics per step, the curve artifact
     client = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri)
     run = client.get_run(res.mlflow_run_id)
@@ -95,8 +96,7 @@ def test_non_finite_reward_stops_training(flywheel_home, policy_dir, tasks):
         reward, passed, reason, details = float("nan"), False, "broken", {}
 
     with pytest.raises(VerifierInfraError):
-        train_rlvr(CFG, policy_dir, tasks, paths=flywheel_home, run_name="nan",
-                   score_fn=lambda d, t, r: NanVerdict())
+        train_rlvr(CFG, RunInputs(policy_dir, tasks, flywheel_home, "nan"), score_fn=lambda d, t, r: NanVerdict())
     client = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri)
     runs = client.search_runs([client.get_experiment_by_name("flywheel-rlvr").experiment_id])
     assert [r.info.status for r in runs] == ["FAILED"]
@@ -104,10 +104,15 @@ def test_non_finite_reward_stops_training(flywheel_home, policy_dir, tasks):
 
 def test_off_policy_pipeline_overlaps_and_bounds_staleness(flywheel_home, policy_dir, tasks):
     cfg = CFG.replace(steps=3, off_policy_pipeline=True, max_staleness=1)
-    res = train_rlvr(cfg, policy_dir, tasks, paths=flywheel_home, run_name="pipe", score_fn=digit_reward,
+    res = train_rlvr(cfg, RunInputs(policy_dir, tasks, flywheel_home, "pipe"), score_fn=digit_reward,
                      telemetry=Telemetry(None, enabled=False))
     assert res.finished
     assert [h["staleness"] for h in res.history] == [0.0, 1.0, 1.0]
     assert 0 <= res.idle_shares["idle/update_waiting_for_rollouts"] < 1
     assert 0 <= res.idle_shares["idle/rollouts_waiting_for_update"] < 1
 
+
+def test_kl_is_logged_when_a_reference_policy_is_kept(flywheel_home, policy_dir, tasks):
+    res = train_rlvr(CFG.replace(steps=1, kl_coef=0.1), RunInputs(policy_dir, tasks, flywheel_home, "kl"),
+                     score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
+    assert res.history[0]["kl"] >= 0.0

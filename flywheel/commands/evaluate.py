@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.rollback import add_registry_flags, tracking_uri_from
+from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
+from flywheel.evaluation.suites import EvalConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from flywheel.commands.rollback import add_registry_flags
-
-    p = subparsers.add_parser("evaluate", help="evaluate a checkpoint on the held-out suites", description=__doc__)
+    p = subparsers.add_parser("evaluate", help="evaluate a checkpoint on the held-out suites", description=__doc__,
+                              formatter_class=ConfigHelpFormatter)
     p.add_argument("model_path", help="HF checkpoint folder (the tiny model, a policy, any causal LM)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--baseline", default=None, help="checkpoint to compare against on the same tasks")
     g.add_argument("--champion", action="store_true", help="compare against the registry's champion")
-    p.add_argument("--n-samples", type=int, default=2, help="samples per task (pass@k for k <= n)")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--max-new-tokens", type=int, default=160)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tasks", default="math=12,code=6,agent=6", help="tasks per domain, e.g. math=20,code=10")
+    add_flags(p.add_argument_group("evaluation config (EvalConfig)"), EvalConfig)
     p.add_argument("--out", default=None, help="write report.md, pass_rates.png, report.json here")
     p.add_argument("--mlflow", action="store_true", help="also log the report as an MLflow run")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -28,32 +27,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _parse_tasks(spec: str) -> dict[str, int]:
-    out = {}
-    for part in filter(None, spec.split(",")):
-        name, _, n = part.partition("=")
-        out[name.strip()] = int(n)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from flywheel.commands.rollback import tracking_uri_from
+    # heavy: the runner loads torch and the rollout engines, the report matplotlib
     from flywheel.evaluation.report import log_to_mlflow, metrics_table, write_report
     from flywheel.evaluation.runner import compare, evaluate_policy
-    from flywheel.evaluation.suites import EvalConfig
 
     if not Path(args.model_path).is_dir():
         return fail(f"{args.model_path} is not a checkpoint folder")
     try:
-        cfg = EvalConfig(n_samples=args.n_samples, temperature=args.temperature, max_new_tokens=args.max_new_tokens,
-                         seed=args.seed, tasks_per_domain=_parse_tasks(args.tasks))
+        cfg = from_args(EvalConfig, args)
     except ValueError as e:
         return fail(str(e))
     baseline = None
     if args.champion:
-        from flywheel.registry.mlflow_registry import Registry
+        from flywheel.registry.mlflow_registry import Registry  # heavy: mlflow
 
         champ = Registry(tracking_uri_from(args), args.model_name).champion()
         if champ is None:

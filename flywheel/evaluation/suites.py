@@ -9,34 +9,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from flywheel.config_fields import option
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import DOMAINS, heldout_suite
-
-DEFAULT_TASKS_PER_DOMAIN: Mapping[str, int] = MappingProxyType({"math": 12, "code": 6, "agent": 6})
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """How one evaluation runs. Small defaults: a whole turn evaluates twice in minutes on 2 CPU cores."""
+    """How one evaluation runs. The defaults are what a turn uses: 60/24/24 held-out tasks x 4 samples,
+    candidate and champion both, about 20 s on 2 CPU cores with the tiny model. The `flywheel evaluate`
+    flags and the `eval_report` Dagster config are generated from these fields."""
 
-    n_samples: int = field(default=2, metadata={"help": "samples per task; pass@k for every k <= n_samples"})
-    temperature: float = field(default=0.7, metadata={"help": "sampling temperature for pass@k samples"})
-    max_new_tokens: int = field(default=160, metadata={"help": "token budget per response (agents: all steps, tool results included)"})
-    max_steps: int = field(default=6, metadata={"help": "tool calls an agent task may take before it is cut off"})
-    seed: int = field(default=0, metadata={"help": "sampling and bootstrap seed"})
-    tasks_per_domain: Mapping[str, int] = field(
-        default_factory=lambda: dict(DEFAULT_TASKS_PER_DOMAIN), metadata={"help": "held-out tasks per domain"}
-    )
-    price_per_1k_prompt_tokens: float = field(default=0.0005, metadata={"help": "USD per 1000 prompt tokens"})
-    price_per_1k_completion_tokens: float = field(
-        default=0.0015, metadata={"help": "USD per 1000 completion tokens"}
-    )
-    n_boot: int = field(default=1000, metadata={"help": "bootstrap resamples per interval"})
-    alpha: float = field(default=0.05, metadata={"help": "1 - confidence level of every interval"})
+    n_samples: int = option(4, "samples per task; pass@k for every k <= n_samples")
+    temperature: float = option(0.7, "sampling temperature for pass@k samples")
+    max_new_tokens: int = option(160, "token budget per response (agents: all steps, tool results included)")
+    max_steps: int = option(6, "tool calls an agent task may take before it is cut off")
+    seed: int = option(0, "sampling and bootstrap seed")
+    tasks_per_domain: Mapping[str, int] = option({"math": 60, "code": 24, "agent": 24},
+                                                 "held-out tasks per domain (0 or absent: domain not evaluated)")
+    price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens")
+    price_per_1k_completion_tokens: float = option(0.0015, "USD per 1000 completion tokens")
+    n_boot: int = option(1000, "bootstrap resamples per interval")
+    alpha: float = option(0.05, "1 - confidence level of every interval")
 
     def __post_init__(self) -> None:
         if self.n_samples < 1:

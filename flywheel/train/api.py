@@ -1,7 +1,7 @@
 """The entry points the asset, the CLI and `flywheel turn` call: tasks from the warehouse, then train.
 
     tasks, prior, source = load_training_tasks(paths.warehouse, domains=("math", "code", "agent"))
-    result = train_policy(GRPOConfig(...), base_model_dir, release="tiny-v1", tasks=tasks, pass_rates=prior)
+    result = train_policy(GRPOConfig(), base_model_dir, "tiny-v1", paths=paths, tasks=tasks, pass_rates=prior)
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+from flywheel.mining.pool import load_task_pool
 from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
+from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import TrainResult, train_rlvr
+from flywheel.train.trainer import RunInputs, TrainResult, train_rlvr
 
 
 def load_training_tasks(
@@ -24,10 +28,6 @@ def load_training_tasks(
     is valid, with the pool's difficulty as the scheduler's prior; the embedded train suites when
     there is no pool yet (a fresh machine)."""
     if warehouse is not None and Path(warehouse).exists():
-        import duckdb
-
-        from flywheel.mining.pool import load_task_pool
-
         con = duckdb.connect(str(warehouse), read_only=True)
         try:
             tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -44,8 +44,6 @@ def load_training_tasks(
                     return tasks, prior, "task_pool"
         finally:
             con.close()
-    from flywheel.tasks.suites import train_suite
-
     return [t for d in domains for t in train_suite(d, fallback_per_domain)], {}, "train_suites"
 
 
@@ -59,23 +57,19 @@ def train_policy(
     base_model: str | Path,
     release: str,
     *,
-    paths: FlywheelPaths | None = None,
+    paths: FlywheelPaths,
     tasks: Sequence[Task] | None = None,
     pass_rates: Mapping[str, float] | None = None,
     telemetry: Telemetry | None = None,
     resume: bool = False,
     data_partitions: Mapping[str, Any] | None = None,
-    time_budget_s: float | None = None,
 ) -> TrainResult:
     """Train the policy of base model `release` and save it to `policy_dir(paths, release)`."""
-    paths = (paths or FlywheelPaths.from_env()).ensure()
     source = "given"
     if tasks is None:
         tasks, prior, source = load_training_tasks(paths.warehouse, tuple(config.domain_weights))
         pass_rates = {**prior, **(pass_rates or {})}
     parts = {"base_model": release, "task_source": source, **(data_partitions or {})}
-    return train_rlvr(
-        config, base_model, tasks, paths=paths, run_name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
-        pass_rates=pass_rates, telemetry=telemetry, resume=resume, data_partitions=parts,
-        time_budget_s=time_budget_s,
-    )
+    inputs = RunInputs(base_model, tasks, paths, name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
+                       pass_rates=pass_rates, data_partitions=parts)
+    return train_rlvr(config, inputs, telemetry=telemetry, resume=resume)

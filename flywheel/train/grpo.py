@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from flywheel.verifiers.verdict import VerifierInfraError
+
 ADVANTAGE_ESTIMATORS: dict[str, Callable[..., torch.Tensor]] = {}
 """Registered advantage estimators by name (verl's registry pattern): `fn(rewards, group_ids, **kw) -> [B]`."""
 
@@ -29,8 +31,6 @@ def check_finite_rewards(rewards: torch.Tensor) -> None:
     """A NaN or infinite reward is an infrastructure error, never a training signal."""
     if not bool(torch.isfinite(rewards).all()):
         bad = rewards[~torch.isfinite(rewards)].tolist()
-        from flywheel.verifiers.verdict import VerifierInfraError
-
         raise VerifierInfraError(f"non-finite rewards in batch: {bad[:5]}")
 
 
@@ -186,7 +186,5 @@ def groups_with_signal(rewards: list[float], tol: float = 1e-9) -> bool:
         return False
     for r in rewards:
         if not math.isfinite(r):
-            from flywheel.verifiers.verdict import VerifierInfraError
-
             raise VerifierInfraError(f"non-finite reward {r!r}")
     return max(rewards) - min(rewards) > tol

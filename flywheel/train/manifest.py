@@ -1,20 +1,24 @@
 """The reproducibility manifest every training and evaluation run records.
 
-Seeds, package versions (torch, transformers, vllm, deepspeed, ...), the sandbox's
-isolation (bubblewrap version or docker image), the exact data partitions, the git
-commit of the code, and the machine. Logged as MLflow params (`manifest.*`) and as a
-JSON artifact.
+Seeds, package versions (torch, transformers, vllm, deepspeed, ...), the sandbox that
+judged the rewards (the project's own local sandbox: Linux namespaces and rlimits set up by
+`flywheel/sandbox/_isolate*.py`, no external tool; recorded as a hash of that code and the
+kernel it ran on), the exact data partitions, the git commit of the code, and the machine.
+Logged as MLflow params (`manifest.*`) and as a JSON artifact.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
+import importlib.util
 import platform
-import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import torch
 
 PACKAGES = ("torch", "transformers", "tokenizers", "vllm", "deepspeed", "mlflow", "dagster", "duckdb", "math-verify")
 
@@ -38,10 +42,17 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str:
 
 
 def sandbox_version() -> str:
-    """`bubblewrap 0.x` when the local sandbox can run, else what is known."""
-    if shutil.which("bwrap"):
-        return _run(["bwrap", "--version"])
-    return "bwrap absent"
+    """The local sandbox as it ran: `flywheel-local <sha256 of its code> kernel <release>`.
+
+    The isolation is the project's own code (namespaces, rlimits, private tmpfs), so its
+    version is a hash of those files; the kernel decides what the namespaces can do.
+    """
+    spec = importlib.util.find_spec("flywheel.sandbox")
+    folder = Path(next(iter(spec.submodule_search_locations or []))) if spec else None
+    digest = hashlib.sha256()
+    for f in sorted(folder.glob("*.py")) if folder else []:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return f"flywheel-local {digest.hexdigest()[:12]} kernel {platform.release()}"
 
 
 def git_commit() -> str:
@@ -55,7 +66,6 @@ def build_manifest(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A flat, JSON-able description of what produced a run."""
-    import torch
 
     m: dict[str, Any] = {f"seed.{k}": int(v) for k, v in seeds.items()}
     m.update({f"version.{k}": v for k, v in package_versions().items()})

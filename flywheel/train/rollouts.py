@@ -8,14 +8,19 @@ multi-step tool rollouts for agent tasks).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from flywheel.rollout.chat import render_prompt as render_chat_prompt
+from flywheel.rollout.multistep import inventory_tools
+from flywheel.rollout.torch_engine import TorchEngine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
-from flywheel.verifiers.verdict import Verdict
+from flywheel.verifiers.batch import score_batch
+from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 ScoreFn = Callable[[str, dict, str], Verdict]
 
@@ -38,11 +43,6 @@ class BatchScorer:
         return self.many([(domain, task, response)])[0]
 
     def many(self, items: list[tuple[str, dict, str]]) -> list[Verdict]:
-        import json
-
-        from flywheel.verifiers.batch import score_batch
-        from flywheel.verifiers.verdict import VerifierInfraError
-
         keys = [(d, json.dumps(t, sort_keys=True, default=str), r) for d, t, r in items]
         fresh: dict[tuple[str, str, str], int] = {}
         for i, k in enumerate(keys):
@@ -67,17 +67,13 @@ def default_score_fn() -> ScoreFn:
 
 def render_prompt(task: Task) -> str:
     """The chat-templated prompt the base model was trained on (the one template, from rollout.chat)."""
-    from flywheel.rollout.chat import render_prompt as _render
-
-    return _render(task.domain, task.prompt)
+    return render_chat_prompt(task.domain, task.prompt)
 
 
 def tool_factory(task: Task) -> Any:
     """A fresh tool environment per sample for agent tasks; None for single-turn domains."""
     if task.domain != "agent":
         return None
-    from flywheel.rollout.multistep import inventory_tools
-
     return inventory_tools(task.reference)
 
 
@@ -90,8 +86,6 @@ class PolicyGenerator:
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, device: str | torch.device = "cpu", shared: bool = True) -> None:
-        from flywheel.rollout.torch_engine import TorchEngine
-
         self.shared = shared
         gen_model = model if shared else copy.deepcopy(model)
         self.engine = TorchEngine(gen_model, tokenizer, device=device)
@@ -127,8 +121,6 @@ def score_groups(groups: list[list[Rollout]], tasks: Sequence[Task], score_fn: S
     many = getattr(score_fn, "many", None)
     verdicts = many(items) if many else [score_fn(*it) for it in items]
     if len(verdicts) != len(items):
-        from flywheel.verifiers.verdict import VerifierInfraError
-
         raise VerifierInfraError(f"{len(items) - len(verdicts)} rollouts got no verdict")
     it = iter(verdicts)
     for g in groups:

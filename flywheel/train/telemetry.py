@@ -46,7 +46,7 @@ class Telemetry:
         """Open a new run (or reopen `run_id` on resume) and log `params` once."""
         if not self.enabled:
             return None
-        import mlflow
+        import mlflow  # heavy: only a run that logs pays for it
         from mlflow.tracking import MlflowClient
 
         mlflow.set_tracking_uri(self.tracking_uri)
@@ -104,7 +104,7 @@ def _finite(v: Any) -> bool:
 
 def plot_reward_curve(history: Sequence[Mapping[str, float]], path: Path, title: str = "RLVR reward") -> Path:
     """Mean reward per step (overall and per domain) and pass rate, as a PNG (matplotlib Agg)."""
-    import matplotlib
+    import matplotlib  # heavy: only for the curve
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -130,7 +130,7 @@ def plot_reward_curve(history: Sequence[Mapping[str, float]], path: Path, title:
 def gpu_metrics() -> dict[str, float]:
     """GPU utilization and memory where a CUDA GPU exists; {} elsewhere."""
     try:
-        import torch
+        import torch  # heavy: the storage resource imports this module without training anything
 
         if not torch.cuda.is_available():
             return {}

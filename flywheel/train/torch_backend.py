@@ -1,40 +1,18 @@
 """The default update backend: plain torch AdamW, LR schedule, gradient clipping.
 
-A backend owns the trainable model, its optimizer and LR scheduler; the trainer calls
-`forward` / `backward` per micro-batch and `step` once per update. The DeepSpeed backend
-has the same methods, so the RL loop never branches on the backend.
+It implements `flywheel.train.backend.UpdateBackend`; the LR schedule and optimizer built
+here are shared with the DeepSpeed backend, so both apply identical math.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from flywheel.train.config import GRPOConfig
-
-
-class UpdateBackend(Protocol):
-    """What the trainer needs from a backend."""
-
-    device: torch.device
-
-    @property
-    def module(self) -> torch.nn.Module: ...
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor: ...
-
-    def backward(self, loss: torch.Tensor) -> None: ...
-
-    def step(self) -> float: ...
-
-    def lr(self) -> float: ...
-
-    def save(self, folder: Path) -> None: ...
-
-    def load(self, folder: Path) -> None: ...
 
 
 def lr_lambda(cfg: GRPOConfig):
@@ -119,12 +97,3 @@ class TorchBackend:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["lr_scheduler"])
-
-
-def make_backend(model: torch.nn.Module, cfg: GRPOConfig, device: str) -> UpdateBackend:
-    """The backend `cfg.backend` names, owning `model`."""
-    if cfg.backend == "deepspeed":
-        from flywheel.train.deepspeed_backend import DeepSpeedBackend
-
-        return DeepSpeedBackend(model, cfg, device)
-    return TorchBackend(model, cfg, device)

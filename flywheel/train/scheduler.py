@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.base import Task
+from flywheel.train.grpo import groups_with_signal
 
 
 @dataclass
@@ -40,8 +41,6 @@ class Group:
         return [bool(r.verdict.passed) if r.verdict is not None else False for r in self.rollouts]
 
     def has_signal(self) -> bool:
-        from flywheel.train.grpo import groups_with_signal
-
         return groups_with_signal(self.rewards)
 
 

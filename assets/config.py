@@ -1,0 +1,76 @@
+"""Dagster run configs generated from the library's config dataclasses (`flywheel.config_fields`).
+
+Each default and help text lives once, on the library dataclass; `config_class` turns it into a
+`dg.Config` whose fields carry the same defaults and descriptions, and whose `to_lib()` returns
+the frozen, validated dataclass. Resources say where a step runs, so placement fields are left
+out (`exclude`); a dict the launchpad shows better as one number per key (`spread`) becomes
+`<prefix><key>` fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+import dagster as dg
+from pydantic import Field, create_model
+
+from flywheel.config_fields import FieldSpec, field_specs
+
+
+class LibConfig(dg.Config):
+    """A Dagster config generated from a library dataclass; `to_lib()` builds that dataclass."""
+
+    lib_class: ClassVar[type]
+    lib_specs: ClassVar[tuple[FieldSpec, ...]]
+    spread_fields: ClassVar[dict[str, str]]
+
+    def lib_values(self) -> dict[str, Any]:
+        """The library fields this config holds, in the dataclass's types (tuples, dicts)."""
+        out: dict[str, Any] = {}
+        for spec in self.lib_specs:
+            prefix = self.spread_fields.get(spec.name)
+            if prefix is not None:
+                out[spec.name] = {k: getattr(self, prefix + k) for k in spec.default}
+            elif spec.kind is tuple:
+                out[spec.name] = tuple(getattr(self, spec.name))
+            elif spec.kind is dict:
+                out[spec.name] = dict(getattr(self, spec.name))
+            else:
+                out[spec.name] = getattr(self, spec.name)
+        return out
+
+    def to_lib(self, **overrides: Any) -> Any:
+        """The frozen library config (validated at construction); `overrides` win over this config."""
+        return self.lib_class(**{**self.lib_values(), **overrides})
+
+
+def _annotation(spec: FieldSpec) -> Any:
+    if spec.kind is dict:
+        return dict[str, spec.item]  # type: ignore[name-defined]
+    if spec.kind is tuple:
+        return list[spec.item]  # type: ignore[name-defined]  # Dagster config has lists, not tuples
+    return spec.kind
+
+
+def config_class(lib: type, name: str, doc: str, *, exclude: Iterable[str] = (),
+                 spread: Mapping[str, str] | None = None, module: str | None = None) -> type[LibConfig]:
+    """A `LibConfig` subclass named `name` with one field per field of dataclass `lib`.
+
+    Default and description come from the dataclass field; `spread={"tasks_per_domain": "tasks_"}`
+    gives a dict field one `tasks_<key>` field per key of its default. Subclass the result to add
+    run-only fields or to fold a resource's placement into `to_lib`.
+    """
+    spread = dict(spread or {})
+    specs = tuple(field_specs(lib, exclude))
+    fields: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name in spread:
+            for key, value in spec.default.items():
+                fields[spread[spec.name] + key] = (spec.item, Field(default=value, description=f"{spec.help}: {key}"))
+        else:
+            default = list(spec.default) if spec.kind is tuple else spec.default
+            fields[spec.name] = (_annotation(spec), Field(default=default, description=spec.help))
+    cls = create_model(name, __base__=LibConfig, __doc__=doc, __module__=module or __name__, **fields)
+    cls.lib_class, cls.lib_specs, cls.spread_fields = lib, specs, spread
+    return cls
