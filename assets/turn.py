@@ -136,7 +136,8 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     from flywheel.registry.candidate import eval_dir, load_candidate_eval
 
     defs = build_definitions()
-    paths = defs.resources["storage"].paths()  # where the jobs below read and write
+    # where the jobs below read and write (its EnvVar fields resolved, as in a run)
+    paths = defs.resources["storage"].process_config_and_initialize().paths()
     day = cfg.day or next_day(paths)
     check_turn_day(day)  # before any data is written
     instance = turn_instance()

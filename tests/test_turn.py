@@ -45,8 +45,10 @@ def test_two_consecutive_turns(turn_env):
         assert all(0.0 <= v <= 1.0 for v in first[side].values())
     assert isinstance(first["promoted"], bool) and first["reason"]
     assert first["ingest"]["ingested"] > 0 and first["task_pool"] > 0
-    champion = Registry(turn_env.mlflow_uri, DEFAULT_MODEL_NAME).champion()
+    registry = Registry(turn_env.mlflow_uri, DEFAULT_MODEL_NAME)
+    champion = registry.champion()
     assert champion is not None and first["champion_after"] == champion.uri
+    _assert_lineage(registry, "2026-12-01")
 
     second = run_turn(TurnConfig(base_model="tiny-quick", records=120, train_budget_s=0, overrides=TINY),
                       progress=lambda _: None)
@@ -61,6 +63,19 @@ def test_two_consecutive_turns(turn_env):
     assert models["2026-12-01"] == "simulated-prod:v1"
     assert models["2026-12-02"] == second["traffic_served_by"]  # the champion's own traffic was mined
     assert "simulated" not in models["2026-12-02"]
+    _assert_lineage(registry, "2026-12-02")
+
+
+def _assert_lineage(registry, day: str) -> None:
+    """The newest candidate version carries the log partitions its task pool came from (today's among them)
+    and its MLflow run is the `rlvr_policy` training run."""
+    import json
+
+    cand = [v for v in registry.versions() if not v.is_base][-1]
+    assert day in json.loads(cand.tags["flywheel.log_partitions"])
+    mv = registry.client.get_model_version(registry.name, cand.version)
+    assert mv.run_id == cand.tags["flywheel.training_run_id"]
+    assert registry.client.get_run(mv.run_id).info.run_name == "rlvr-tiny-quick"
 
 
 def test_a_turn_day_must_be_a_log_partition(tmp_path, monkeypatch, capsys):
