@@ -168,7 +168,7 @@ def train_rlvr(
         run.pipeline.close()
         if status == "FAILED":
             run.tele.finish("FAILED")
-    return _finish(run, end, finished=status == "FINISHED", status=status)
+    return _finish(run, end, status)
 
 
 def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Telemetry | None,
@@ -264,8 +264,9 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     return metrics
 
 
-def _finish(run: _Run, end: int, finished: bool, status: str) -> TrainResult:
+def _finish(run: _Run, end: int, status: str) -> TrainResult:
     """Reward curve, the policy (when the run finished), final idle shares; close the MLflow run."""
+    finished = status == "FINISHED"  # all steps, or the time budget spent; KILLED is a planned stop
     policy_dir, curve = None, None
     if run.history:
         curve = plot_reward_curve(run.history, run.inputs.run_dir / "reward_curve.png",
