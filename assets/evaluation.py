@@ -1,7 +1,9 @@
 """`eval_report`: the candidate policy and the current champion on the same held-out tasks."""
 
 import dagster as dg
+from pydantic import Field
 
+from assets.config import config_class
 from assets.metadata import upstream_value
 from assets.partitions import base_models
 from flywheel.evaluation.suites import EvalConfig
@@ -14,29 +16,13 @@ EVAL_GPU = GpuSpec(count=1)
 OWNERS = ["team:flywheel-eval"]
 
 
-class EvalReportConfig(dg.Config):
-    """What the evaluation runs (`.to_lib()` -> `EvalConfig`); logged as MLflow params."""
+class EvalReportConfig(config_class(EvalConfig, "EvalFields", "EvalConfig's fields, tasks per domain spread.",
+                                   spread={"tasks_per_domain": "tasks_"}, module=__name__)):
+    """What the evaluation runs (`.to_lib()` -> `EvalConfig`, whose defaults a turn uses; `tasks_<domain>`
+    fields are its `tasks_per_domain`); logged as MLflow params."""
 
-    n_samples: int = 4
-    temperature: float = 0.7
-    max_new_tokens: int = 160
-    max_steps: int = 6
-    seed: int = 0
-    tasks_math: int = 60  # 60/24/24 x 4 samples, both models: ~20 s on 2 CPU cores with the tiny model
-    tasks_code: int = 24
-    tasks_agent: int = 24
-    price_per_1k_prompt_tokens: float = 0.0005
-    price_per_1k_completion_tokens: float = 0.0015
-    regression_tolerance: float = 0.05
-
-    def to_lib(self) -> EvalConfig:
-        return EvalConfig(
-            n_samples=self.n_samples, temperature=self.temperature, max_new_tokens=self.max_new_tokens,
-            max_steps=self.max_steps, seed=self.seed,
-            tasks_per_domain={"math": self.tasks_math, "code": self.tasks_code, "agent": self.tasks_agent},
-            price_per_1k_prompt_tokens=self.price_per_1k_prompt_tokens,
-            price_per_1k_completion_tokens=self.price_per_1k_completion_tokens,
-        )
+    regression_tolerance: float = Field(default=0.05, description="largest pass@1 drop vs the champion, per "
+                                                                  "domain, before the asset check warns")
 
 
 @dg.asset(
