@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flywheel.config_fields import add_flags, from_args  # noqa: E402
+from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args  # noqa: E402
 from flywheel.train.config import GRPOConfig  # noqa: E402
 
 PROOF_RUN = {"steps": 360, "time_budget_s": 570.0, "checkpoint_every": 0, "num_threads": 1}
@@ -42,7 +42,7 @@ def paired_ci(before: list[float], after: list[float], seed: int = 0, n_boot: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=ConfigHelpFormatter)
     ap.add_argument("--base-model", default=None, help="HF folder; default: build/reuse tiny-v1 under $FLYWHEEL_HOME")
     add_flags(ap.add_argument_group("run config (GRPOConfig)"), GRPOConfig, defaults=PROOF_RUN)
     ap.add_argument("--eval-samples", type=int, default=4)

@@ -127,7 +127,8 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: Iterable[s
     specs = field_specs(cls, exclude)
     for spec in specs:
         default = (defaults or {}).get(spec.name, spec.default)
-        kw: dict[str, Any] = {"dest": spec.name, "default": default, "help": spec.help}
+        # argparse %-formats help strings; ours are plain text
+        kw: dict[str, Any] = {"dest": spec.name, "default": default, "help": spec.help.replace("%", "%%")}
         if spec.kind is bool:
             kw["action"] = argparse.BooleanOptionalAction
         elif spec.kind is dict:
@@ -161,4 +162,4 @@ class ConfigHelpFormatter(argparse.HelpFormatter):
         shown = getattr(action, "shown_default", None)
         if shown is None:
             return action.help
-        return f"{action.help} (default: {shown})".replace("%", "%%")  # argparse %-formats help; ours is plain text
+        return f"{action.help} (default: {shown.replace('%', '%%')})"

@@ -41,14 +41,15 @@ def test_cli_and_dagster_config_show_the_same_defaults_and_help(command, config,
     assert names - {s.name for s in config.lib_specs} == left_out  # and a Dagster field, but where it runs
     for spec in config.lib_specs:
         flag = flags[spec.name]
-        assert flag.help == spec.help and flag.default == spec.default, spec.name
+        help_text = flag.help % {}  # argparse help is a %-template
+        assert help_text == spec.help and flag.default == spec.default, spec.name
         prefix = config.spread_fields.get(spec.name)
         if prefix is not None:  # one launchpad field per key, e.g. tasks_math
             assert {k: dagster[prefix + k].default for k in spec.default} == flag.default
-            assert all(dagster[prefix + k].description == f"{flag.help}: {k}" for k in spec.default)
+            assert all(dagster[prefix + k].description == f"{help_text}: {k}" for k in spec.default)
             continue
         field = dagster[spec.name]
-        assert field.description == flag.help, spec.name
+        assert field.description == help_text, spec.name
         assert (tuple(field.default) if spec.kind is tuple else field.default) == flag.default, spec.name
     # and both build the same library config
     assert config().to_lib() == from_args(lib, build_parser().parse_args([command, "x"] if command == "evaluate"
