@@ -48,7 +48,9 @@ class EvalReportConfig(config_class(EvalConfig, "EvalFields", "EvalConfig's fiel
 def eval_report(
     context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource, storage: StorageResource
 ) -> dg.MaterializeResult:
-    from flywheel.evaluation.candidate import dagster_summary, evaluate_candidate, training_prompts
+    # torch and the verifiers load with the step, not with the code location
+    from flywheel.registry.candidate import evaluate_candidate, training_prompts
+
     release, paths = context.partition_key, storage.paths()
     prompts = training_prompts(paths.warehouse)
     ev = evaluate_candidate(

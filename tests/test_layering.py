@@ -1,12 +1,17 @@
-"""The layering the design fixes: the library never imports Dagster, asset bodies stay thin."""
+"""The layering the design fixes: the library never imports Dagster (not even through another package),
+asset bodies stay thin."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_ASSET_BODY_LINES = 40
+MAX_ASSET_BODY_LINES = 30
+DAGSTER_PACKAGES = ("dagster", "dagster_duckdb", "dagster_k8s", "dagster_ray", "dagster_webserver")
 
 
 def _imports(path: Path) -> set[str]:
@@ -22,8 +27,22 @@ def _imports(path: Path) -> set[str]:
 
 def test_library_never_imports_dagster():
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "flywheel").rglob("*.py")
-                 if {"dagster", "dagster_duckdb", "dagster_k8s"} & _imports(p)]
+                 if set(DAGSTER_PACKAGES) & _imports(p)]
     assert not offenders, f"flywheel/ must not import dagster: {offenders}"
+
+
+def test_library_does_not_pull_in_dagster_transitively(tmp_path):
+    """Importing every library module (a fresh interpreter, outside the repo) loads no dagster package."""
+    code = ("import importlib, pkgutil, sys, flywheel\n"
+            "for m in pkgutil.walk_packages(flywheel.__path__, 'flywheel.'):\n"
+            "    if not m.name.endswith('._harness'):\n"
+            "        importlib.import_module(m.name)\n"
+            f"bad = sorted(n for n in sys.modules if n.split('.')[0] in {DAGSTER_PACKAGES!r})\n"
+            "assert not bad, bad[:10]\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, f"flywheel pulled in dagster: {res.stderr[-2000:]}"
 
 
 def _is_dagster_def(fn: ast.FunctionDef) -> bool:
