@@ -3,7 +3,9 @@
 import json
 
 import dagster as dg
+from pydantic import Field
 
+from assets.config import config_class
 from assets.metadata import latest_metadata, upstream_value
 from assets.partitions import base_models
 from flywheel.registry.gate import GateConfig
@@ -12,17 +14,11 @@ from resources.storage import StorageResource
 OWNERS = ["team:flywheel-deploy"]
 
 
-class DeployConfig(dg.Config):
+class DeployConfig(config_class(GateConfig, "GateFields", "GateConfig's fields.", module=__name__)):
     """The promotion gate (`.to_lib()` -> `GateConfig`) and the serving shape."""
 
-    primary: str = "overall"
-    margin: float = 0.0
-    non_inferiority: float = 0.10
-    serving_gpus: int = 1
-    serving_gpu_kind: str = ""
-
-    def to_lib(self) -> GateConfig:
-        return GateConfig(primary=self.primary, margin=self.margin, non_inferiority=self.non_inferiority)
+    serving_gpus: int = Field(default=1, description="GPUs the serving manifest asks for")
+    serving_gpu_kind: str = Field(default="", description="GPU kind the serving manifest names (empty: any)")
 
 
 @dg.asset(
@@ -37,7 +33,8 @@ class DeployConfig(dg.Config):
     description="Registers the candidate as a version of `flywheel-policy` in the MLflow registry with its "
                 "lineage (base model, log partitions, training run, eval run) and moves the `champion` alias "
                 "to it only if the paired CI of the primary metric is above the margin and every domain is "
-                "non-inferior (the gate: flywheel.registry.gate). Writes serving.json/yaml (vLLM args, default + fast) next to the model. "
+                "non-inferior (flywheel.registry.gate). Writes serving.json/yaml (vLLM args, default + fast) "
+                "next to the model. "
                 "`flywheel rollback` undoes a promotion.",
 )
 def deployed_model(

@@ -17,7 +17,7 @@ from assets.partitions import DEFAULT_BASE_MODEL, base_models, daily_logs
 from resources.storage import StorageResource
 
 DAILY_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
-BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model")
+BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model", "flywheel_history")
 EXECUTOR_ENV = "FLYWHEEL_EXECUTOR"
 TURN_TAG = "flywheel/turn"
 """Runs `flywheel turn` starts itself (it runs both jobs); the chaining sensor leaves them alone."""

@@ -8,7 +8,7 @@ instance in `$DAGSTER_HOME`, so every turn shows up in the UI's asset lineage.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -136,8 +136,7 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     from flywheel.registry.candidate import eval_dir, load_candidate_eval
 
     defs = build_definitions()
-    # where the jobs below read and write (its EnvVar fields resolved, as in a run)
-    paths = defs.resources["storage"].process_config_and_initialize().paths()
+    paths = storage_paths(defs)
     day = cfg.day or next_day(paths)
     check_turn_day(day)  # before any data is written
     instance = turn_instance()
@@ -169,4 +168,42 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
         "reason": deployed.get("reason", ""),
         "champion_after": deployed.get("champion"),
         "dagster_runs": [data.run_id, model.run_id],
+        "tracking_uri": paths.mlflow_uri,
     }
+
+
+def turn_days(first: str, n: int) -> list[str]:
+    """`n` consecutive days from `first`, each checked to be a log partition before any turn runs."""
+    if n < 1:
+        raise TurnDayError(f"--turns must be >= 1, got {n}")
+    check_turn_day(first)
+    days = [(Date.fromisoformat(first) + timedelta(days=i)).isoformat() for i in range(n)]
+    for d in days:
+        check_turn_day(d)
+    return days
+
+
+def first_day(paths: FlywheelPaths, n: int) -> str:
+    """Where `n` consecutive turns start: after the newest log day, or with none yet, so the last one is today."""
+    if any(paths.raw_logs.glob("????-??-??")):
+        return next_day(paths)
+    return (datetime.now(timezone.utc).date() - timedelta(days=n - 1)).isoformat()
+
+
+def run_turns(cfg: TurnConfig, n: int, progress=print, log_level: str = "WARNING") -> list[dict[str, Any]]:
+    """`n` turns on consecutive days (every day checked first); each turn's summary, in order."""
+    paths = storage_paths()
+    days = turn_days(cfg.day or first_day(paths, n), n)
+    out = []
+    for i, day in enumerate(days, 1):
+        if n > 1:
+            progress(f"[turn {i}/{n}]")
+        out.append(run_turn(replace(cfg, day=day), progress=progress, log_level=log_level))
+    return out
+
+
+def storage_paths(defs: dg.Definitions | None = None) -> FlywheelPaths:
+    """Where the Definitions' jobs read and write (the storage resource, its EnvVar fields resolved as in a run)."""
+    from assets.definitions import build_definitions
+
+    return (defs or build_definitions()).resources["storage"].process_config_and_initialize().paths()

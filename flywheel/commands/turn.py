@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from flywheel.commands.output import add_json_flag, emit, fail
 
@@ -17,7 +18,13 @@ from flywheel.commands.output import add_json_flag, emit, fail
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("turn", help="run one whole flywheel turn and print before/after evaluation",
                        description=__doc__)
-    p.add_argument("--day", help="log day YYYY-MM-DD (default: the day after the newest raw-log folder)")
+    p.add_argument("--day", help="log day YYYY-MM-DD of the (first) turn (default: the day after the newest "
+                                 "raw-log folder; with none and --turns N, N-1 days before today)")
+    p.add_argument("--turns", type=int, default=1, metavar="N",
+                   help="run N turns on consecutive days; prints the history (pass@1 per turn) at the end")
+    p.add_argument("--project-dir", default=None, metavar="DIR",
+                   help="the flywheel project (its assets/ code location; default: the nearest folder upwards "
+                        "from here holding workspace.yaml and assets/definitions.py)")
     p.add_argument("--base-model", default="tiny-v1", help="base-model partition (release name or checkpoint)")
     p.add_argument("--records", type=int, default=3000, help="production requests served for the day")
     p.add_argument("--seed", type=int, default=0)
@@ -44,16 +51,24 @@ def format_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+def project_root(explicit: str | None) -> Path | None:
+    """The project folder whose `assets` code location the turn runs, or None when there is none."""
+    here = Path(explicit or os.getcwd()).resolve()
+    for d in [here] if explicit else [here, *here.parents]:
+        if (d / "workspace.yaml").is_file() and (d / "assets" / "definitions.py").is_file():
+            return d
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        from assets.turn import TurnConfig, run_turn
-    except ModuleNotFoundError as e:
-        if e.name in ("assets", "assets.turn"):
-            return fail("`flywheel turn` runs the project's Dagster code location: run it from the project root")
-        raise
-    from assets.turn import TurnDayError, parse_override
+    root = project_root(args.project_dir)
+    if root is None:
+        return fail("`flywheel turn` runs the project's Dagster code location (assets/): run it inside the "
+                    "project checkout or pass --project-dir")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))  # the code location is not installed: only `flywheel` is
+    from assets.turn import TurnConfig, TurnDayError, parse_override, run_turns
+    from flywheel.registry.history import history_markdown, load_history
 
     overrides: dict[str, dict] = {}
     try:
@@ -69,12 +84,18 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(msg, flush=True)
 
-    try:  # run_turn checks the day before it writes anything
-        summary = run_turn(TurnConfig(day=args.day, base_model=args.base_model, records=args.records,
-                                      seed=args.seed, train_budget_s=args.train_budget, overrides=overrides),
-                           progress=progress, log_level=args.log_level.upper())
+    cfg = TurnConfig(day=args.day, base_model=args.base_model, records=args.records, seed=args.seed,
+                     train_budget_s=args.train_budget, overrides=overrides)
+    try:  # every turn's day is checked before anything is written
+        summaries = run_turns(cfg, args.turns, progress=progress, log_level=args.log_level.upper())
     except TurnDayError as e:
         return fail(str(e))
-    summary["wall_s"] = round(time.perf_counter() - t0, 1)
-    emit(args, summary, format_summary(summary) + f"\n\nturn took {summary['wall_s']} s")
+    wall = round(time.perf_counter() - t0, 1)
+    history = load_history(summaries[-1]["tracking_uri"]) if summaries[-1].get("tracking_uri") else []
+    text = "\n\n".join(format_summary(s) for s in summaries)
+    if len(summaries) > 1 and history:
+        text += "\n\nhistory (pass@1 of champion before -> candidate after, per turn):\n" + history_markdown(history)
+    out = {**summaries[-1], "wall_s": wall} if len(summaries) == 1 else {"turns": summaries, "wall_s": wall}
+    out["history"] = [r.to_dict() for r in history]
+    emit(args, out, text + f"\n\n{len(summaries)} turn(s) took {wall} s")
     return 0

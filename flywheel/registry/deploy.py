@@ -54,7 +54,7 @@ def deploy_candidate(
     ev = load_candidate_eval(eval_dir)
     lineage = {"base_model": base_model, "log_partitions": list(log_partitions), "training_run_id": training_run_id,
                "eval_run_id": ev.eval_run_id, "eval_pass_rates": ev.candidate.pass_rates(),
-               "compared_to": ev.champion_uri, **dict(extra_lineage or {})}
+               "champion_pass_rates": ev.champion.pass_rates(), "compared_to": ev.champion_uri, **dict(extra_lineage or {})}
     ref = reg.register(candidate_path, lineage, snapshot_root=paths.models / "registry")
     manifest = serving_manifest(ref.model_path, ref.uri, gpu)
     written = write_serving_manifest(Path(ref.model_path), manifest)

@@ -10,9 +10,10 @@ estimate alone never promotes: on a few dozen tasks a +5-point "gain" is often l
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from flywheel.config_fields import option
 from flywheel.evaluation.metrics import Estimate
 from flywheel.evaluation.runner import Comparison
 
@@ -23,12 +24,11 @@ PRIMARY_OVERALL = "overall"
 class GateConfig:
     """What the gate requires; declared before the evaluation runs and recorded on the model version."""
 
-    primary: str = field(default=PRIMARY_OVERALL, metadata={
-        "help": "primary metric: pass@1 at the serving temperature, 'overall' (all tasks pooled) or one domain"})
-    margin: float = field(default=0.0, metadata={
-        "help": "the primary's paired CI lower bound must be above this pass@1 gain"})
-    non_inferiority: float = field(default=0.10, metadata={
-        "help": "every domain's paired CI lower bound must be above minus this (largest drop not ruled out)"})
+    primary: str = option(PRIMARY_OVERALL, "Primary metric: pass@1 at the serving temperature, 'overall' "
+                                           "(all tasks pooled) or one domain.")
+    margin: float = option(0.0, "The primary's paired CI lower bound must be above this pass@1 gain.")
+    non_inferiority: float = option(0.10, "Every domain's paired CI lower bound must be above minus this "
+                                          "(the largest drop the gate tolerates not ruling out).")
 
     def __post_init__(self) -> None:
         if not self.primary:

@@ -1,0 +1,116 @@
+"""The flywheel's history, turn by turn: what each candidate scored against the champion it met, and
+whether the champion moved. Read from the registry's version tags, so it needs no other store.
+
+One row per registered candidate (the base model's own registration is the starting point): the day
+of logs it was trained on, the champion it was compared to and both models' pass@1 per domain from
+that turn's shared evaluation, and the gate's decision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One turn as the registry recorded it."""
+
+    version: str
+    base_model: str
+    days: tuple[str, ...]
+    compared_to: str
+    promoted: bool
+    after: dict[str, float] = field(default_factory=dict)
+    before: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def day(self) -> str:
+        return max(self.days) if self.days else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "day": self.day}
+
+
+def _json(tags: dict[str, str], key: str, default: Any) -> Any:
+    raw = tags.get(key)
+    if raw is None:
+        return default
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return default
+
+
+def turn_history(registry: Registry) -> list[TurnRecord]:
+    """Every candidate version in registration order (base-model registrations left out)."""
+    out = []
+    for ref in registry.versions():
+        if ref.is_base:
+            continue
+        t = ref.tags
+        out.append(TurnRecord(
+            version=ref.version, base_model=ref.base_model,
+            days=tuple(sorted(_json(t, "flywheel.log_partitions", []))),
+            compared_to=t.get("flywheel.compared_to", ""), promoted=t.get("flywheel.promoted") == "true",
+            after=_json(t, "flywheel.eval_pass_rates", {}), before=_json(t, "flywheel.champion_pass_rates", {}),
+            reason=t.get("flywheel.gate_reason", "")))
+    return out
+
+
+def load_history(tracking_uri: str, model_name: str = DEFAULT_MODEL_NAME) -> list[TurnRecord]:
+    """`turn_history` of the registered model at `tracking_uri`."""
+    return turn_history(Registry(tracking_uri, model_name))
+
+
+def history_markdown(records: list[TurnRecord]) -> str:
+    """A table: per turn, the champion's and the candidate's pass@1 per domain and the decision."""
+    if not records:
+        return "No turn has registered a candidate yet."
+    domains = sorted({d for r in records for d in r.after if d != "overall"}) + ["overall"]
+    head = "| turn | day | candidate | " + " | ".join(f"{d} before → after" for d in domains) + " | promoted |"
+    rows = [head, "|" + "---|" * (len(domains) + 4)]
+    for i, r in enumerate(records, 1):
+        cells = [f"{r.before.get(d, float('nan')):.3f} → {r.after.get(d, float('nan')):.3f}" for d in domains]
+        rows.append(f"| {i} | {r.day} | v{r.version} vs {r.compared_to} | " + " | ".join(cells)
+                    + f" | {'yes' if r.promoted else 'no'} |")
+    return "\n".join(rows)
+
+
+def history_png(records: list[TurnRecord]) -> bytes:
+    """pass@1 per domain of the champion serving after each turn; a filled marker where the champion moved."""
+    import io
+
+    import matplotlib  # heavy: only the history chart loads it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = sorted({d for r in records for d in r.after if d != "overall"}) + ["overall"]
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    turns = list(range(0, len(records) + 1))
+    for d in domains:
+        start = records[0].before.get(d, float("nan")) if records else float("nan")
+        served, value = [start], start
+        for r in records:
+            value = r.after.get(d, value) if r.promoted else r.before.get(d, value)
+            served.append(value)
+        line, = ax.plot(turns, served, marker="o", fillstyle="none", lw=2.2 if d == "overall" else 1.2, label=d)
+        moved = [i + 1 for i, r in enumerate(records) if r.promoted]
+        ax.plot(moved, [served[i] for i in moved], "o", color=line.get_color())
+    ax.set_xlabel("turn (0 = base model)")
+    ax.set_ylabel("pass@1 of the champion")
+    ax.set_xticks(turns)
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=len(domains))
+    ax.set_title("champion served after each turn (filled: promoted that turn)", fontsize=9)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,41 @@
+"""The flywheel's history read back from a real MLflow registry: one row per candidate, in order."""
+
+from __future__ import annotations
+
+from flywheel.registry.history import history_markdown, history_png, load_history, turn_history
+
+
+def _candidate(registry, tmp_path, name: str, day: str, before: dict, after: dict, promoted: bool):
+    ckpt = tmp_path / name
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    ref = registry.register(ckpt, {"base_model": "tiny-v1", "log_partitions": [day], "eval_pass_rates": after,
+                                   "champion_pass_rates": before, "compared_to": "flywheel-policy:1"})
+    registry.set_tags(ref.version, {"flywheel.promoted": str(promoted).lower(), "flywheel.gate_reason": name})
+    return ref
+
+
+def test_history_lists_each_turn_with_both_models_and_the_decision(mlflow_registry, flywheel_home, tmp_path):
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    mlflow_registry.register(base, {"base_model": "tiny-v1"}, role="base")
+    _candidate(mlflow_registry, tmp_path, "c1", "2026-12-01", {"math": 0.5, "overall": 0.4},
+               {"math": 0.6, "overall": 0.5}, True)
+    _candidate(mlflow_registry, tmp_path, "c2", "2026-12-02", {"math": 0.6, "overall": 0.5},
+               {"math": 0.55, "overall": 0.45}, False)
+
+    records = turn_history(mlflow_registry)
+    assert [r.day for r in records] == ["2026-12-01", "2026-12-02"]
+    assert [r.promoted for r in records] == [True, False]
+    assert records[0].before == {"math": 0.5, "overall": 0.4} and records[1].after["math"] == 0.55
+    assert [r.version for r in load_history(flywheel_home.mlflow_uri)] == [r.version for r in records]
+
+    md = history_markdown(records)
+    assert "| 1 | 2026-12-01 |" in md and "0.500 → 0.600" in md and md.count("| yes |") == 1
+    assert history_png(records).startswith(b"\x89PNG")
+
+
+def test_empty_history_says_so(mlflow_registry):
+    assert turn_history(mlflow_registry) == []
+    assert "No turn" in history_markdown([])
