@@ -1,0 +1,235 @@
+"""RFT's dataset: candidate responses for the run's tasks, judged by the verifiers, deduplicated, capped.
+
+Candidates come from the logs (responses production logged as successes for these tasks,
+re-verified here: a log's outcome only preselects) and from the policy (samples through the
+torch rollout engine, agent tasks with their tools). Every candidate is scored by the same
+`score_fn` the RL run uses; only passing ones whose sample ended by itself (not cut off by the
+token budget) are kept. Identical responses to one task count once, and each task keeps at
+most `max_examples_per_task` (a seeded choice), so the tasks the policy already solves do not
+drown the rest. `RftCounts` says how many candidates each step let through.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from flywheel.logs.warehouse import connect
+from flywheel.mining.taxonomy import SQL_PASSED
+from flywheel.rollout import generate_for_tasks
+from flywheel.rollout.types import SamplingParams
+from flywheel.tasks.base import Task
+from flywheel.tasks.responder import text_from_messages
+from flywheel.train.rollouts import ScoreFn
+from flywheel.verifiers.verdict import Verdict, VerifierInfraError
+
+if TYPE_CHECKING:  # annotation only: rft.py imports this module
+    from flywheel.train.rft import RftConfig
+
+Progress = Callable[[str, int, int], None]
+"""`progress(phase, done, total)`: phase is "logs", "sample" or "verify"."""
+
+SAMPLE_CHUNK = 32
+"""Tasks per engine call: bounds memory of one generation and paces `progress`."""
+
+
+@dataclass(frozen=True)
+class RftExample:
+    """One training example: a response the verifiers passed for `task_id`, and where it came from."""
+
+    task_id: str
+    domain: str
+    prompt: str
+    response: str
+    source: str  # "logs" | "policy"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RftCounts:
+    """How many candidates each step let through (per domain in `by_domain`)."""
+
+    tasks: int = 0
+    log_candidates: int = 0  # distinct logged responses claimed successful, re-verified
+    log_passed: int = 0
+    sampled: int = 0  # policy samples drawn
+    verified: int = 0  # candidates the verifiers judged (logs + samples)
+    passed: int = 0
+    truncated: int = 0  # passed, but cut off by the token budget: not a clean demonstration
+    duplicates: int = 0  # identical (task, response) pairs beyond the first
+    capped: int = 0  # distinct passing responses beyond max_examples_per_task
+    examples: int = 0
+    tasks_with_examples: int = 0
+    by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def _bump(self, domain: str, key: str, n: int = 1) -> None:
+        setattr(self, key, getattr(self, key) + n)
+        d = self.by_domain.setdefault(domain, {})
+        d[key] = d.get(key, 0) + n
+
+
+@dataclass
+class Candidate:
+    """A response considered for the dataset, with its verdict once judged."""
+
+    task: Task
+    response: str
+    source: str
+    truncated: bool = False
+    verdict: Verdict | None = None
+
+
+def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int) -> list[Task]:
+    """At most `per_domain[d]` tasks of each domain (seeded), in the order `tasks` lists them."""
+    chosen: set[str] = set()
+    for domain, n in per_domain.items():
+        pool = [t.task_id for t in tasks if t.domain == domain]
+        chosen.update(random.Random(f"rft:{seed}:{domain}").sample(pool, min(n, len(pool))))
+    return [t for t in tasks if t.task_id in chosen]
+
+
+def logged_successes(warehouse: str | Path, task_ids: Sequence[str], per_task: int, seed: int) -> dict[str, list[str]]:
+    """Distinct logged responses (training text format) that the log claims passed, per task id.
+
+    At most `per_task` per task, a seeded choice among them; a warehouse without `task_logs`
+    (a fresh machine) gives none.
+    """
+    if per_task <= 0 or not task_ids or not Path(warehouse).exists():
+        return {}
+    con = connect(warehouse, read_only=True)
+    try:
+        names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "task_logs" not in names:
+            return {}
+        con.register("_rft_ids", pa.table({"task_id": pa.array(list(task_ids), pa.string())}))
+        rows = con.execute(f"""
+            SELECT DISTINCT task_id, messages FROM task_logs
+            WHERE task_id IN (SELECT task_id FROM _rft_ids) AND coalesce({SQL_PASSED.format(o='outcome')}, false)
+        """).fetchall()
+    finally:
+        con.close()
+    texts: dict[str, set[str]] = {}
+    for task_id, messages in rows:
+        try:
+            msgs = json.loads(messages)
+            text = text_from_messages(msgs) if isinstance(msgs, list) else ""
+        except (json.JSONDecodeError, TypeError, AttributeError):
+            continue  # a malformed logged conversation is no demonstration
+        if text:
+            texts.setdefault(task_id, set()).add(text)
+    out = {}
+    for task_id, found in texts.items():
+        ordered = sorted(found)
+        out[task_id] = random.Random(f"rft-logs:{seed}:{task_id}").sample(ordered, min(per_task, len(ordered)))
+    return out
+
+
+def sample_candidates(model: Any, tokenizer: Any, tasks: Sequence[Task], config: RftConfig, device: str,
+                      progress: Progress | None = None) -> list[Candidate]:
+    """`config.samples_per_task` policy samples per task (torch engine; agent tasks run their tools)."""
+    from flywheel.rollout.torch_engine import TorchEngine  # heavy (torch): only sampling needs it
+
+    if config.samples_per_task == 0 or not tasks:
+        return []
+    engine = TorchEngine(model, tokenizer, device=device)
+    by_domain: dict[str, list[Task]] = {}
+    for t in tasks:  # one domain per engine call: single-turn tasks never wait on tool rounds
+        by_domain.setdefault(t.domain, []).append(t)
+    chunks = [ts[i: i + SAMPLE_CHUNK] for ts in by_domain.values() for i in range(0, len(ts), SAMPLE_CHUNK)]
+    out: list[Candidate] = []
+    for k, chunk in enumerate(chunks):
+        sp = SamplingParams(temperature=config.temperature, max_new_tokens=config.max_new_tokens,
+                            seed=config.seed * 100_003 + k)
+        for r in generate_for_tasks(engine, chunk, config.samples_per_task, sp, max_steps=config.max_tool_steps):
+            out.append(Candidate(chunk[r.group_id], r.text, "policy", truncated=r.finish_reason == "length"))
+        if progress:
+            progress("sample", k + 1, len(chunks))
+    return out
+
+
+def verify(candidates: list[Candidate], score_fn: ScoreFn, progress: Progress | None = None) -> None:
+    """Attach the verifiers' verdict to every candidate (a judge failure raises, never a pass)."""
+    many = getattr(score_fn, "many", None)
+    step = 256
+    for lo in range(0, len(candidates), step):
+        part = candidates[lo: lo + step]
+        items = [(c.task.domain, c.task.verifier_task(), c.response) for c in part]
+        verdicts = many(items) if many else [score_fn(*it) for it in items]
+        if len(verdicts) != len(items):
+            raise VerifierInfraError(f"{len(items) - len(verdicts)} RFT candidates got no verdict")
+        for c, v in zip(part, verdicts, strict=True):
+            c.verdict = v
+        if progress:
+            progress("verify", min(lo + step, len(candidates)), len(candidates))
+
+
+def select_examples(candidates: Sequence[Candidate], max_per_task: int, seed: int,
+                    counts: RftCounts) -> list[RftExample]:
+    """Passing, complete, distinct responses, at most `max_per_task` per task (seeded), in task order."""
+    kept: dict[str, list[Candidate]] = {}
+    seen: set[tuple[str, str]] = set()
+    for c in candidates:
+        if c.verdict is None or not c.verdict.passed:
+            continue
+        counts._bump(c.task.domain, "passed")
+        if c.truncated:
+            counts._bump(c.task.domain, "truncated")
+            continue
+        key = (c.task.task_id, c.response)
+        if key in seen:
+            counts._bump(c.task.domain, "duplicates")
+            continue
+        seen.add(key)
+        kept.setdefault(c.task.task_id, []).append(c)
+    out: list[RftExample] = []
+    for task_id, cs in kept.items():
+        if len(cs) > max_per_task:
+            counts._bump(cs[0].task.domain, "capped", len(cs) - max_per_task)
+            idx = sorted(random.Random(f"rft-cap:{seed}:{task_id}").sample(range(len(cs)), max_per_task))
+            cs = [cs[i] for i in idx]
+        counts._bump(cs[0].task.domain, "tasks_with_examples")
+        for c in cs:
+            counts._bump(c.task.domain, "examples")
+            out.append(RftExample(task_id, c.task.domain, c.task.prompt, c.response, c.source))
+    return out
+
+
+def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Sequence[Task], score_fn: ScoreFn, *,
+                     warehouse: str | Path | None = None, device: str = "cpu",
+                     progress: Progress | None = None) -> tuple[list[RftExample], RftCounts]:
+    """The RFT dataset for `tasks` and how it was filtered (see module doc)."""
+    counts = RftCounts()
+    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed)
+    for t in chosen:
+        counts._bump(t.domain, "tasks")
+    candidates: list[Candidate] = []
+    if warehouse is not None:
+        logged = logged_successes(warehouse, [t.task_id for t in chosen], config.log_candidates_per_task,
+                                  config.seed)
+        for t in chosen:
+            for text in logged.get(t.task_id, ()):
+                candidates.append(Candidate(t, text, "logs"))
+                counts._bump(t.domain, "log_candidates")
+        if progress:
+            progress("logs", 1, 1)
+    policy = sample_candidates(model, tokenizer, chosen, config, device, progress)
+    for c in policy:
+        counts._bump(c.task.domain, "sampled")
+    candidates += policy
+    verify(candidates, score_fn, progress)
+    for c in candidates:
+        counts._bump(c.task.domain, "verified")
+        if c.source == "logs" and c.verdict is not None and c.verdict.passed:
+            counts._bump(c.task.domain, "log_passed")
+    return select_examples(candidates, config.max_examples_per_task, config.seed, counts), counts
