@@ -41,8 +41,10 @@ class EvalReportConfig(config_class(EvalConfig, "EvalFields", "EvalConfig's fiel
                                       "the promotion gate acts on it)."),
     ],
     description="Held-out evaluation (math, code, multi-step agent tasks; scored by the verifiers in the "
-                "sandbox) of the candidate policy and of the current champion on the same tasks: pass@1, "
-                "pass@k, steps, tokens, latency, cost per task with bootstrap CIs, and the paired difference. "
+                "sandbox) of the candidate policy and of the current champion, re-evaluated in the same run, on "
+                "the same tasks with the same fresh seed (derived from the base model and the candidate's log "
+                "partitions): pass@1 at the serving temperature, greedy pass@1, pass@k, steps, tokens, latency, "
+                "cost per task with bootstrap CIs, the paired differences, and failure types before/after. "
                 "With no champion yet, the base model is the champion (the 'before' numbers).",
 )
 def eval_report(
@@ -56,6 +58,7 @@ def eval_report(
     ev = evaluate_candidate(
         upstream_value(context, "rlvr_policy", "policy_path"), release, upstream_value(context, "base_model", "path"),
         config.to_lib(), paths, train_prompts=prompts or [], tolerance=config.regression_tolerance,
+        log_partitions=upstream_value(context, "rlvr_policy", "log_partitions"),
         device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},
     )
     c = ev.candidate.contamination

@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--baseline", default=None, help="checkpoint to compare against on the same tasks")
     g.add_argument("--champion", action="store_true", help="compare against the registry's champion")
-    add_flags(p.add_argument_group("evaluation config (EvalConfig)"), EvalConfig)
+    # a turn derives its seed from its inputs; here both checkpoints share --seed
+    add_flags(p.add_argument_group("evaluation config (EvalConfig)"), EvalConfig, exclude=("derive_seed",))
     p.add_argument("--out", default=None, help="write report.md, pass_rates.png, report.json here")
     p.add_argument("--mlflow", action="store_true", help="also log the report as an MLflow run")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -29,13 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # heavy: the runner loads torch and the rollout engines, the report matplotlib
-    from flywheel.evaluation.report import log_to_mlflow, metrics_table, write_report
+    from flywheel.evaluation.report import fmt_estimate, log_to_mlflow, metrics_table, write_report
     from flywheel.evaluation.runner import compare, evaluate_policy
 
     if not Path(args.model_path).is_dir():
         return fail(f"{args.model_path} is not a checkpoint folder")
     try:
-        cfg = from_args(EvalConfig, args)
+        cfg = from_args(EvalConfig, args, derive_seed=False)
     except ValueError as e:
         return fail(str(e))
     baseline = None
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         baseline = evaluate_policy(args.baseline, cfg, device=args.device)
     rep = evaluate_policy(args.model_path, cfg, device=args.device)
     cmp = compare(rep, baseline) if baseline else None
-    result = {"model": rep.model, "pass_rates": rep.pass_rates(),
+    result = {"model": rep.model, "pass_rates": rep.pass_rates(), "greedy_rates": rep.greedy_rates(),
+              "failure_types": rep.failure_counts(), "seed": cfg.seed,
               "metrics": {d: {k: e.to_dict() for k, e in m.items()} for d, m in rep.metrics.items()},
               "baseline": baseline.pass_rates() if baseline else None,
               "comparison": cmp.to_dict() if cmp else None, "wall_s": round(rep.wall_s, 2)}
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         result["mlflow_run_id"] = log_to_mlflow(rep, baseline, cmp, tracking_uri=tracking_uri_from(args))
     text = [metrics_table(rep)]
     if cmp:
-        text.append("\n" + "\n".join(f"{d}: {e.fmt()} vs {cmp.baseline}" for d, e in cmp.diffs.items()))
+        text.append("\n" + "\n".join(f"{d}: pass@1 {e.fmt()}, greedy@1 {fmt_estimate(cmp.greedy_diffs.get(d))} "
+                                     f"vs {cmp.baseline}" for d, e in cmp.diffs.items()))
     emit(args, result, "\n".join(text))
     return 0

@@ -19,11 +19,22 @@ from typing import Any
 
 import numpy as np
 
-from flywheel.evaluation.runner import METRICS, Comparison, EvalReport
+from flywheel.evaluation.metrics import Estimate
+from flywheel.evaluation.runner import GREEDY, METRICS, Comparison, EvalReport
 
 
-def _fmt(e, digits: int = 3) -> str:
+def fmt_estimate(e: Estimate | None, digits: int = 3) -> str:
+    """`value [lo, hi]`, or n/a when nothing was measured."""
     return "n/a" if e is None or math.isnan(e.value) else e.fmt(digits)
+
+
+def reads_as(e: Estimate | None) -> str:
+    """What a paired difference supports: a change only when its interval excludes 0."""
+    if e is None or not e.n or math.isnan(e.value):
+        return "n/a"
+    if e.lo <= 0 <= e.hi:
+        return "noise (CI contains 0)"
+    return "better" if e.lo > 0 else "worse"
 
 
 def bar_chart_png(reports: Mapping[str, EvalReport]) -> bytes:
@@ -59,37 +70,77 @@ def bar_chart_png(reports: Mapping[str, EvalReport]) -> bytes:
 def metrics_table(report: EvalReport) -> str:
     """One row per domain (and overall), one column per metric, `value [lo, hi]`."""
     ks = [f"pass@{k}" for k in range(2, report.config.n_samples + 1)]
-    cols = ["pass@1", *ks, *METRICS[1:]]
+    greedy = [GREEDY] if any(GREEDY in m for m in report.metrics.values()) else []
+    cols = ["pass@1", *greedy, *ks, *METRICS[1:]]
     lines = ["| domain | tasks | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
     for d, m in report.metrics.items():
         digits = {"cost_usd": 6, "latency_ms": 1, "tokens": 1, "steps": 2}
-        cells = [_fmt(m.get(c), digits.get(c, 3)) for c in cols]
+        cells = [fmt_estimate(m.get(c), digits.get(c, 3)) for c in cols]
         lines.append(f"| {d} | {m['pass@1'].n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def comparison_table(comparison: Comparison) -> str:
+    """Paired differences per domain, pass@1 at the sampling temperature and greedy, each read honestly."""
+    lines = ["| domain | pass@1 difference [95% CI] | reads as | greedy@1 difference [95% CI] | reads as "
+             "| tasks | regression |", "|---|---|---|---|---|---|---|"]
+    for d, e in comparison.diffs.items():
+        g = comparison.greedy_diffs.get(d)
+        flag = "**yes**" if d in comparison.regressions else ""
+        lines.append(f"| {d} | {fmt_estimate(e)} | {reads_as(e)} | {fmt_estimate(g)} | {reads_as(g)} "
+                     f"| {e.n} | {flag} |")
+    return "\n".join(lines)
+
+
+def failure_table(report: EvalReport, baseline: EvalReport | None = None) -> str:
+    """Failing samples by type per domain: baseline (before) beside report (after), sampled and greedy."""
+    sides = [("before", baseline), ("after", report)] if baseline is not None else [("", report)]
+    cols = [(f"{name} greedy" if g else name or "sampled", r.failure_counts(greedy=g))
+            for g in ((False, True) if report.greedy_rates() else (False,)) for name, r in sides]
+    lines = ["| domain | failure type | " + " | ".join(c for c, _ in cols) + " |", "|---|---|" + "---|" * len(cols)]
+    domains = [d for d in report.metrics if d != "overall"]
+    for d in domains:
+        total: dict[str, int] = {}
+        for _, counts in cols:
+            for k, n in counts.get(d, {}).items():
+                total[k] = total.get(k, 0) + n
+        for k in sorted(total, key=lambda k: (-total[k], k)):
+            lines.append(f"| {d} | {k} | " + " | ".join(str(c.get(d, {}).get(k, 0)) for _, c in cols) + " |")
+    per = {d: [t for t in report.tasks if t.domain == d] for d in domains}
+    lines += ["", "Out of " + ", ".join(f"{d}: {sum(len(t.passed) for t in ts)} sampled and "
+                                        f"{sum(t.greedy is not None for t in ts)} greedy" for d, ts in per.items())
+              + " samples per model."]
     return "\n".join(lines)
 
 
 def to_markdown(
     report: EvalReport, baseline: EvalReport | None = None, comparison: Comparison | None = None,
-    chart_png: bytes | None = None, inline_chart: bool = True,
+    chart_png: bytes | None = None, inline_chart: bool = True, seed_note: str | None = None,
 ) -> str:
-    """The whole report: metrics of the candidate (and baseline), the paired comparison, the chart."""
+    """The whole report: metrics of the candidate (and baseline), the paired comparison, failure types,
+    the seed both were sampled with, the chart."""
     parts = [f"## Evaluation of `{report.model}`", "", metrics_table(report), ""]
     if baseline is not None:
         parts += [f"### Baseline `{baseline.model}`", "", metrics_table(baseline), ""]
     if comparison is not None:
-        parts += [f"### `{comparison.candidate}` minus `{comparison.baseline}` (pass@1, paired bootstrap)", "",
-                  "| domain | difference [95% CI] | tasks | regression |", "|---|---|---|---|"]
-        for d, e in comparison.diffs.items():
-            flag = "**yes**" if d in comparison.regressions else ""
-            parts.append(f"| {d} | {_fmt(e)} | {e.n} | {flag} |")
-        parts.append("")
+        parts += [f"### `{comparison.candidate}` minus `{comparison.baseline}` (paired bootstrap over tasks)", "",
+                  comparison_table(comparison), "",
+                  "A difference whose 95% interval contains 0 is noise: this evaluation cannot tell it from no "
+                  "change.", ""]
+    parts += ["### Failure types (failing samples)", "", failure_table(report, baseline), ""]
+    short = {d: (n, report.metrics[d]["pass@1"].n) for d, n in report.config.tasks_per_domain.items()
+             if d in report.metrics and report.metrics[d]["pass@1"].n < n}
+    if short:
+        parts += ["Fewer held-out tasks than configured exist: " + ", ".join(
+            f"{d} {got} of {n}" for d, (n, got) in short.items()) + ".", ""]
     if report.contamination is not None:
         c = report.contamination
         parts.append(f"Decontamination: {c.n_eval} eval prompts vs {c.n_train} training prompts: "
                      f"{len(c.exact)} exact overlaps, {len(c.near)} near ({c.ngram}-gram).")
         parts.append("")
     cfg = report.config
-    parts.append(f"Config: n_samples={cfg.n_samples}, temperature={cfg.temperature}, "
+    parts.append(f"Seed: {seed_note or f'seed {cfg.seed}'}; both models sampled with it.")
+    parts.append(f"Config: n_samples={cfg.n_samples}, temperature={cfg.temperature}, greedy={cfg.greedy}, "
                  f"max_new_tokens={cfg.max_new_tokens}, seed={cfg.seed}, tasks={dict(cfg.tasks_per_domain)}.")
     if chart_png is not None and inline_chart:
         parts += ["", f"![pass@1](data:image/png;base64,{base64.b64encode(chart_png).decode()})"]
@@ -98,7 +149,7 @@ def to_markdown(
 
 def write_report(
     out_dir: str | Path, report: EvalReport, baseline: EvalReport | None = None,
-    comparison: Comparison | None = None,
+    comparison: Comparison | None = None, seed_note: str | None = None,
 ) -> dict[str, Path]:
     """`report.md` (chart linked, not inlined), `pass_rates.png`, `report.json` under `out_dir`."""
     out = Path(out_dir)
@@ -108,11 +159,18 @@ def write_report(
         labels = {f"baseline {baseline.model}": baseline, **labels}
     png = bar_chart_png(labels)
     (out / "pass_rates.png").write_bytes(png)
-    md = to_markdown(report, baseline, comparison, inline_chart=False) + "\n![pass@1](pass_rates.png)\n"
+    md = to_markdown(report, baseline, comparison, inline_chart=False, seed_note=seed_note)
+    md += "\n![pass@1](pass_rates.png)\n"
     (out / "report.md").write_text(md)
     payload: dict[str, Any] = {"candidate": report.to_dict(),
                                "baseline": baseline.to_dict() if baseline else None,
-                               "comparison": comparison.to_dict() if comparison else None}
+                               "comparison": comparison.to_dict() if comparison else None,
+                               "seed": {"seed": report.config.seed, "note": seed_note or f"seed {report.config.seed}"},
+                               "failure_types": {"after": report.failure_counts(),
+                                                 "after_greedy": report.failure_counts(greedy=True),
+                                                 "before": baseline.failure_counts() if baseline else None,
+                                                 "before_greedy": baseline.failure_counts(greedy=True)
+                                                 if baseline else None}}
     (out / "report.json").write_text(json.dumps(payload, indent=1, default=str))
     return {"markdown": out / "report.md", "chart": out / "pass_rates.png", "json": out / "report.json"}
 
@@ -120,7 +178,7 @@ def write_report(
 def log_to_mlflow(
     report: EvalReport, baseline: EvalReport | None = None, comparison: Comparison | None = None,
     tracking_uri: str | None = None, experiment: str = "flywheel-eval", run_name: str | None = None,
-    tags: Mapping[str, str] | None = None, artifact_location: str | None = None,
+    tags: Mapping[str, str] | None = None, artifact_location: str | None = None, seed_note: str | None = None,
 ) -> str:
     """One MLflow run with params (eval config), metrics (per domain, with CI bounds) and the report artifacts.
 
@@ -146,13 +204,16 @@ def log_to_mlflow(
                 metrics[f"{d}.{key}.ci_lo"] = e.lo
                 metrics[f"{d}.{key}.ci_hi"] = e.hi
     if comparison is not None:
-        for d, e in comparison.diffs.items():
-            if not math.isnan(e.value):
-                metrics[f"{d}.pass_at_1.diff_vs_baseline"] = e.value
+        for name, diffs in (("pass_at_1", comparison.diffs), ("greedy_at_1", comparison.greedy_diffs)):
+            for d, e in diffs.items():
+                if not math.isnan(e.value):
+                    metrics[f"{d}.{name}.diff_vs_baseline"] = e.value
+    for d, types in report.failure_counts().items():
+        metrics.update({f"{d}.failures.{k}": float(n) for k, n in types.items()})
     client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
                      params=[Param(k, str(v)) for k, v in report.config.to_params().items()])
     with tempfile.TemporaryDirectory() as tmp:
-        write_report(tmp, report, baseline, comparison)
+        write_report(tmp, report, baseline, comparison, seed_note=seed_note)
         client.log_artifacts(run_id, tmp, artifact_path="eval_report")
     client.set_terminated(run_id)
     return run_id

@@ -13,12 +13,13 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from flywheel.evaluation.failures import count_failures, failure_type
 from flywheel.evaluation.metrics import Estimate, bootstrap_ci, paired_difference, pass_at_k
 from flywheel.evaluation.suites import ContaminationReport, EvalConfig, contamination, eval_tasks
 from flywheel.rollout import build_engine, generate_for_tasks
@@ -39,7 +40,11 @@ class Generator(Protocol):
 
 @dataclass(frozen=True)
 class TaskResult:
-    """All samples of one task: pass/fail per sample and the per-sample costs, averaged."""
+    """All samples of one task: pass/fail per sample and the per-sample costs, averaged.
+
+    `failures`: each sample's failure type ("" when it passed, see `failures.failure_type`);
+    `greedy`/`greedy_failure`: the one greedy sample's outcome (None/"" when greedy was not scored).
+    """
 
     task_id: str
     domain: str
@@ -50,6 +55,9 @@ class TaskResult:
     latency_ms: float
     cost_usd: float
     reasons: tuple[str, ...] = ()
+    failures: tuple[str, ...] = ()
+    greedy: bool | None = None
+    greedy_failure: str = ""
 
     @property
     def pass1(self) -> float:
@@ -63,16 +71,20 @@ class TaskResult:
             "task_id": self.task_id, "domain": self.domain, "passed": list(self.passed),
             "steps": self.steps, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "latency_ms": self.latency_ms,
-            "cost_usd": self.cost_usd, "reasons": list(self.reasons),
+            "cost_usd": self.cost_usd, "reasons": list(self.reasons), "failures": list(self.failures),
+            "greedy": self.greedy, "greedy_failure": self.greedy_failure,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TaskResult:
         return cls(d["task_id"], d["domain"], tuple(d["passed"]), d["steps"], d["prompt_tokens"],
-                   d["completion_tokens"], d["latency_ms"], d["cost_usd"], tuple(d.get("reasons", ())))
+                   d["completion_tokens"], d["latency_ms"], d["cost_usd"], tuple(d.get("reasons", ())),
+                   tuple(d.get("failures", ())), d.get("greedy"), d.get("greedy_failure", ""))
 
 
 METRICS = ("pass@1", "steps", "tokens", "latency_ms", "cost_usd")
+GREEDY = "greedy@1"
+"""Metric name of greedy pass@1 (one temperature-0 sample per task), present when greedy was scored."""
 
 
 @dataclass
@@ -93,8 +105,22 @@ class EvalReport:
         """pass@1 per domain and `overall`: the numbers `flywheel turn` prints as before/after."""
         return {d: round(m["pass@1"].value, 4) for d, m in self.metrics.items()}
 
+    def greedy_rates(self) -> dict[str, float]:
+        """Greedy pass@1 per domain and `overall` ({} when greedy was not scored)."""
+        return {d: round(m[GREEDY].value, 4) for d, m in self.metrics.items() if GREEDY in m}
+
     def scores(self, domain: str | None = None) -> dict[str, float]:
         return {t.task_id: t.pass1 for t in self.tasks if domain in (None, t.domain)}
+
+    def greedy_scores(self, domain: str | None = None) -> dict[str, float]:
+        return {t.task_id: float(t.greedy) for t in self.tasks if t.greedy is not None and domain in (None, t.domain)}
+
+    def failure_counts(self, greedy: bool = False) -> dict[str, dict[str, int]]:
+        """Failing samples per domain by failure type (`greedy`: of the greedy samples instead)."""
+        out: dict[str, list[str]] = {}
+        for t in self.tasks:
+            out.setdefault(t.domain, []).extend([t.greedy_failure] if greedy else t.failures)
+        return {d: count_failures(types) for d, types in out.items()}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +128,9 @@ class EvalReport:
             "config": self.config.to_dict(),
             "metrics": {d: {k: e.to_dict() for k, e in m.items()} for d, m in self.metrics.items()},
             "pass_rates": self.pass_rates(),
+            "greedy_rates": self.greedy_rates(),
+            "failure_types": self.failure_counts(),
+            "greedy_failure_types": self.failure_counts(greedy=True),
             "contamination": self.contamination.to_dict() if self.contamination else None,
             "tasks": [t.to_dict() for t in self.tasks],
             "wall_s": self.wall_s,
@@ -125,6 +154,8 @@ def aggregate(results: Sequence[TaskResult], config: EvalConfig) -> dict[str, di
         }
         for k in range(2, config.n_samples + 1):
             cols[f"pass@{k}"] = [r.pass_k(k) for r in rs]
+        if rs and all(r.greedy is not None for r in rs):
+            cols[GREEDY] = [float(r.greedy) for r in rs]
         out[name] = {m: bootstrap_ci(v, n_boot=config.n_boot, alpha=config.alpha, seed=config.seed)
                      for m, v in cols.items()}
     return out
@@ -141,15 +172,25 @@ def score_all(items: Sequence[tuple[str, dict, str]], score: ScoreFn | None = No
 def score_rollouts(
     tasks: Sequence[Task], rollouts: Sequence[Sequence[Rollout]], config: EvalConfig,
     score: ScoreFn | None = None, batch_latency_ms: float | None = None,
+    greedy: Sequence[Sequence[Rollout]] | None = None,
 ) -> list[TaskResult]:
-    """Verdicts for every sample (one batch through the verifiers), folded into one `TaskResult` per task."""
-    if len(rollouts) != len(tasks):
-        raise ValueError(f"generator returned {len(rollouts)} groups for {len(tasks)} tasks")
-    items = [(t.domain, t.verifier_task(), r.text) for t, group in zip(tasks, rollouts, strict=True) for r in group]
+    """Verdicts for every sample (one batch through the verifiers), folded into one `TaskResult` per task.
+
+    `greedy`: one greedy rollout per task, scored in the same batch; costs and latency count the
+    sampled rollouts only.
+    """
+    greedy = greedy if greedy is not None else [[] for _ in tasks]
+    if len(rollouts) != len(tasks) or len(greedy) != len(tasks):
+        raise ValueError(f"generator returned {len(rollouts)} groups ({len(greedy)} greedy) for {len(tasks)} tasks")
+    both = [[*group, *g[:1]] for group, g in zip(rollouts, greedy, strict=True)]
+    items = [(t.domain, t.verifier_task(), r.text) for t, group in zip(tasks, both, strict=True) for r in group]
     flat = iter(score_all(items, score))
     out = []
-    for task, group in zip(tasks, rollouts, strict=True):
+    for task, group, g in zip(tasks, rollouts, greedy, strict=True):
+        vt = task.verifier_task()
         verdicts = [next(flat) for _ in group]
+        failures = tuple(failure_type(task.domain, vt, r.text, v) for r, v in zip(group, verdicts, strict=True))
+        gv = next(flat) if g else None
         pt = [len(r.prompt_ids) for r in group]
         ct = [int(sum(r.loss_mask)) if r.loss_mask else len(r.token_ids) for r in group]
         lat = [float(r.meta.get("latency_ms", batch_latency_ms or 0.0)) for r in group]
@@ -160,7 +201,9 @@ def score_rollouts(
             prompt_tokens=float(np.mean(pt)), completion_tokens=float(np.mean(ct)),
             latency_ms=float(np.mean(lat)),
             cost_usd=float(np.mean([config.cost_usd(p, c) for p, c in zip(pt, ct, strict=True)])),
-            reasons=tuple(v.reason for v in verdicts),
+            reasons=tuple(v.reason for v in verdicts), failures=failures,
+            greedy=None if gv is None else bool(gv.passed),
+            greedy_failure="" if gv is None else failure_type(task.domain, vt, g[0].text, gv),
         ))
     return out
 
@@ -183,7 +226,8 @@ def evaluate(
     train_prompts: Sequence[str] | None = None, score: ScoreFn | None = None,
     tasks: Mapping[str, Sequence[Task]] | None = None,
 ) -> EvalReport:
-    """Evaluate one policy on the held-out suites (or `tasks`), domain by domain.
+    """Evaluate one policy on the held-out suites (or `tasks`), domain by domain: `n_samples` per task at
+    `temperature` and, with `config.greedy`, one more at temperature 0 (greedy pass@1 beside pass@1).
 
     `train_prompts`: the training pool's prompts; when given, the report carries the
     contamination check against them (the `eval_report` asset check reads it).
@@ -198,7 +242,8 @@ def evaluate(
         t = time.perf_counter()
         groups = generate(list(ts), config)
         per = (time.perf_counter() - t) * 1000 / max(1, len(ts) * config.n_samples)
-        results.extend(score_rollouts(ts, groups, config, score=score, batch_latency_ms=per))
+        greedy = generate(list(ts), replace(config, n_samples=1, temperature=0.0)) if config.greedy else None
+        results.extend(score_rollouts(ts, groups, config, score=score, batch_latency_ms=per, greedy=greedy))
     report = EvalReport(model=model, config=config, tasks=results, metrics=aggregate(results, config))
     if train_prompts is not None:
         report.contamination = contamination(task_sets, train_prompts)
@@ -208,32 +253,43 @@ def evaluate(
 
 @dataclass(frozen=True)
 class Comparison:
-    """Candidate minus baseline pass@1 on the same tasks, per domain and overall, with paired CIs."""
+    """Candidate minus baseline pass@1 on the same tasks, per domain and overall, with paired CIs
+    (`greedy_diffs`: the same for greedy pass@1, when both reports scored greedy)."""
 
     candidate: str
     baseline: str
     diffs: dict[str, Estimate]
     regressions: tuple[str, ...]
     tolerance: float
+    greedy_diffs: dict[str, Estimate] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"candidate": self.candidate, "baseline": self.baseline,
                 "diffs": {d: e.to_dict() for d, e in self.diffs.items()},
+                "greedy_diffs": {d: e.to_dict() for d, e in self.greedy_diffs.items()},
                 "regressions": list(self.regressions), "tolerance": self.tolerance}
+
+
+def _paired(candidate: dict[str, float], baseline: dict[str, float], cfg: EvalConfig) -> Estimate:
+    common = sorted(set(candidate) & set(baseline))
+    return paired_difference([candidate[i] for i in common], [baseline[i] for i in common],
+                             n_boot=cfg.n_boot, alpha=cfg.alpha, seed=cfg.seed)
 
 
 def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = 0.05) -> Comparison:
     """Paired pass@1 differences on the tasks both reports share; a domain regresses if it drops by > `tolerance`."""
     cfg = candidate.config
     diffs: dict[str, Estimate] = {}
+    greedy: dict[str, Estimate] = {}
     domains = sorted({t.domain for t in candidate.tasks})
     for d in [*domains, "overall"]:
-        cs, bs = candidate.scores(None if d == "overall" else d), baseline.scores(None if d == "overall" else d)
-        common = sorted(set(cs) & set(bs))
-        diffs[d] = paired_difference([cs[i] for i in common], [bs[i] for i in common],
-                                     n_boot=cfg.n_boot, alpha=cfg.alpha, seed=cfg.seed)
+        dom = None if d == "overall" else d
+        diffs[d] = _paired(candidate.scores(dom), baseline.scores(dom), cfg)
+        cg, bg = candidate.greedy_scores(dom), baseline.greedy_scores(dom)
+        if cg and bg:
+            greedy[d] = _paired(cg, bg, cfg)
     regressions = tuple(d for d in domains if diffs[d].n and diffs[d].value < -tolerance)
-    return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance)
+    return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance, greedy)
 
 
 def report_from_dict(d: dict[str, Any]) -> EvalReport:

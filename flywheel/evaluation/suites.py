@@ -7,9 +7,11 @@ training pool of a turn, because mined production logs may contain anything.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -20,16 +22,22 @@ from flywheel.tasks.suites import DOMAINS, heldout_suite
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """How one evaluation runs. The defaults are what a turn uses: 60/24/24 held-out tasks x 4 samples,
-    candidate and champion both, about 20 s on 2 CPU cores with the tiny model. The `flywheel evaluate`
-    flags and the `eval_report` Dagster config are generated from these fields."""
+    """How one evaluation runs. The defaults are what a turn uses: 200/60/60 held-out tasks x 8 samples at
+    the serving temperature plus one greedy sample per task, candidate and champion both: the sizes
+    `benchmarks/bench_gate.py` needs for the gate to catch a +5-point gain 80% of the time. The
+    `flywheel evaluate` flags and the `eval_report` Dagster config are generated from these fields."""
 
-    n_samples: int = option(4, "samples per task; pass@k for every k <= n_samples")
-    temperature: float = option(0.7, "sampling temperature for pass@k samples")
+    n_samples: int = option(8, "samples per task at `temperature`; pass@k for every k <= n_samples")
+    temperature: float = option(0.7, "sampling temperature of the pass@k samples (what production serves)")
+    greedy: bool = option(True, "also score one greedy (temperature 0) sample per task: greedy pass@1")
     max_new_tokens: int = option(160, "token budget per response (agents: all steps, tool results included)")
     max_steps: int = option(6, "tool calls an agent task may take before it is cut off")
-    seed: int = option(0, "sampling and bootstrap seed")
-    tasks_per_domain: Mapping[str, int] = option({"math": 60, "code": 24, "agent": 24},
+    seed: int = option(0, "sampling and bootstrap seed, used as given when derive_seed is off (and by "
+                          "`flywheel evaluate`)")
+    derive_seed: bool = option(True, "a turn's evaluation derives its seed from the base model and the log "
+                                     "partitions the candidate was trained on: fresh every turn, shared by "
+                                     "candidate and champion, equal for equal inputs; off: use `seed`")
+    tasks_per_domain: Mapping[str, int] = option({"math": 200, "code": 60, "agent": 60},
                                                  "held-out tasks per domain (0 or absent: domain not evaluated)")
     price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens")
     price_per_1k_completion_tokens: float = option(0.0015, "USD per 1000 completion tokens")
@@ -43,6 +51,17 @@ class EvalConfig:
         if unknown:
             raise ValueError(f"unknown domains {sorted(unknown)}; known: {DOMAINS}")
         object.__setattr__(self, "tasks_per_domain", MappingProxyType(dict(self.tasks_per_domain)))
+
+    def for_turn(self, base_model: str, log_partitions: Sequence[str]) -> EvalConfig:
+        """This config with the turn's seed (`turn_seed`) when `derive_seed` is on, else unchanged."""
+        return replace(self, seed=turn_seed(base_model, log_partitions)) if self.derive_seed else self
+
+    def seed_note(self, base_model: str, log_partitions: Sequence[str]) -> str:
+        """Where this (turn's) config's seed came from, in words for the report."""
+        if not self.derive_seed:
+            return f"seed {self.seed}, set in the config"
+        parts = ", ".join(sorted(log_partitions)) or "none"
+        return f"seed {self.seed}, derived from base model `{base_model}` and log partitions [{parts}]"
 
     @property
     def domains(self) -> tuple[str, ...]:
@@ -62,6 +81,13 @@ class EvalConfig:
         tpd = d.pop("tasks_per_domain")
         d.update({f"eval_tasks_{k}": v for k, v in tpd.items()})
         return {k if k.startswith("eval_") else f"eval_{k}": v for k, v in d.items()}
+
+
+def turn_seed(base_model: str, log_partitions: Sequence[str]) -> int:
+    """A seed fresh for every turn (a turn trains on new log partitions) yet equal for equal inputs,
+    so candidate and champion share it and a re-run of the same turn reproduces its evaluation."""
+    blob = json.dumps({"base_model": base_model, "log_partitions": sorted(log_partitions)})
+    return int.from_bytes(hashlib.sha256(blob.encode()).digest()[:4], "big") >> 1
 
 
 def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:

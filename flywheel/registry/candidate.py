@@ -1,9 +1,11 @@
 """One turn's evaluation: the candidate and the current champion on the same held-out tasks.
 
 With no champion yet, the base model is registered as the implicit champion first, so
-its numbers are the "before" of the first turn. The champion's report is cached per
-registered version and config (versions are immutable). Everything lands in one folder
-per base model (`eval/<base_model>/` under the storage home) that `deploy_candidate` reads.
+its numbers are the "before" of the first turn. The champion is evaluated again in every turn,
+under the seed it shares with the candidate (fresh per turn: `EvalConfig.for_turn`), never read
+from an earlier turn: a lucky draw of one turn must not become the bar of the next. Everything
+lands in one folder per base model (`eval/<base_model>/` under the storage home) that
+`deploy_candidate` reads.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flywheel.evaluation.report import bar_chart_png, log_to_mlflow, to_markdown, write_report
+from flywheel.evaluation.report import bar_chart_png, log_to_mlflow, reads_as, to_markdown, write_report
 from flywheel.evaluation.runner import (
     Comparison,
     EvalReport,
@@ -39,6 +41,7 @@ class CandidateEval:
     report_dir: Path
     eval_run_id: str | None
     markdown: str
+    seed_note: str = ""
 
     def flat_metrics(self) -> dict[str, Any]:
         """Flat numbers (asset metadata): pass@1 before/after per domain, the paired diffs, cost, contamination."""
@@ -47,26 +50,43 @@ class CandidateEval:
             out[f"before/{d}/pass@1"] = v
         for d, v in self.candidate.pass_rates().items():
             out[f"after/{d}/pass@1"] = v
-        for d, e in self.comparison.diffs.items():
-            out[f"diff/{d}"] = round(e.value, 4)
-            out[f"diff/{d}/ci"] = f"[{e.lo:+.3f}, {e.hi:+.3f}]"
+        for d, v in self.champion.greedy_rates().items():
+            out[f"before/{d}/greedy@1"] = v
+        for d, v in self.candidate.greedy_rates().items():
+            out[f"after/{d}/greedy@1"] = v
+        for prefix, diffs in (("diff", self.comparison.diffs), ("greedy_diff", self.comparison.greedy_diffs)):
+            for d, e in diffs.items():
+                out[f"{prefix}/{d}"] = round(e.value, 4)
+                out[f"{prefix}/{d}/ci"] = f"[{e.lo:+.3f}, {e.hi:+.3f}]"
+                out[f"{prefix}/{d}/reads_as"] = reads_as(e)
+        for side, rep in (("before", self.champion), ("after", self.candidate)):
+            for d, types in rep.failure_counts().items():
+                out.update({f"failures/{side}/{d}/{k}": n for k, n in types.items()})
         m = self.candidate.metrics["overall"]
         out.update({"tokens_per_task": round(m["tokens"].value, 1),
                     "latency_ms_per_task": round(m["latency_ms"].value, 1),
                     "cost_usd_per_task": m["cost_usd"].value, "mean_steps": round(m["steps"].value, 2),
                     "champion": self.champion_uri, "eval_run_id": self.eval_run_id or "",
-                    "report_dir": str(self.report_dir),
+                    "report_dir": str(self.report_dir), "eval_seed": self.candidate.config.seed,
+                    "eval_seed_note": self.seed_note,
                     "eval_seconds": round(self.candidate.wall_s + self.champion.wall_s, 1)})
         return out
 
     def summary(self) -> dict[str, Any]:
-        """What `flywheel turn --json` prints: before (champion) and after (candidate) pass rates."""
+        """What `flywheel turn --json` prints: before (champion) and after (candidate) pass rates at the
+        serving temperature and greedy, the paired differences, failure types, the shared seed."""
         return {
             "eval_before": self.champion.pass_rates(),
             "eval_after": self.candidate.pass_rates(),
+            "eval_before_greedy": self.champion.greedy_rates(),
+            "eval_after_greedy": self.candidate.greedy_rates(),
             "champion": self.champion_uri,
             "candidate": self.candidate.model,
             "diff": {d: round(e.value, 4) for d, e in self.comparison.diffs.items()},
+            "greedy_diff": {d: round(e.value, 4) for d, e in self.comparison.greedy_diffs.items()},
+            "failure_types": {"before": self.champion.failure_counts(), "after": self.candidate.failure_counts()},
+            "eval_seed": self.candidate.config.seed,
+            "eval_seed_note": self.seed_note,
             "regressions": list(self.comparison.regressions),
             "contamination": self.candidate.contamination.to_dict() if self.candidate.contamination else None,
             "eval_run_id": self.eval_run_id,
@@ -81,18 +101,23 @@ def eval_dir(paths: FlywheelPaths, base_model: str) -> Path:
 def evaluate_candidate(
     candidate_path: str | Path, base_model: str, base_model_path: str | Path,
     config: EvalConfig, paths: FlywheelPaths, train_prompts: Sequence[str] | None = None, tolerance: float = 0.05,
-    candidate_name: str | None = None,
+    candidate_name: str | None = None, log_partitions: Sequence[str] = (),
     device: str = "cpu", score: ScoreFn | None = None, model_name: str | None = None,
     mlflow_tags: dict[str, str] | None = None,
 ) -> CandidateEval:
-    """Evaluate the candidate at `candidate_path` and the champion on the same tasks; report and log them."""
+    """Evaluate the candidate at `candidate_path` and the champion on the same tasks with the same seed;
+    report and log them.
+
+    `log_partitions`: the log days the candidate was trained on; with the base model they derive the
+    turn's seed (`EvalConfig.for_turn`) unless the config turned `derive_seed` off.
+    """
     paths = paths.ensure()
     uri = paths.mlflow_uri
+    config = config.for_turn(base_model, log_partitions)
+    note = config.seed_note(base_model, log_partitions)
     reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
     champ = reg.ensure_champion(base_model_path, base_model, snapshot_root=paths.models / "registry")
-    cache = str(paths.home / "eval" / "_cache")
-    champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score,
-                                cache_dir=cache)
+    champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score)
     if "flywheel.eval_pass_rates" not in champ.tags:
         reg.set_tags(champ.version, {"flywheel.eval_pass_rates": champ_rep.pass_rates()})
     name = candidate_name or f"candidate-{base_model}"
@@ -100,17 +125,19 @@ def evaluate_candidate(
                                device=device, score=score)
     comparison = compare(cand_rep, champ_rep, tolerance=tolerance)
     out = eval_dir(paths, base_model)
-    write_report(out, cand_rep, champ_rep, comparison)
-    (out / "meta.json").write_text(json.dumps({"champion_uri": champ.uri, "candidate_path": str(candidate_path),
-                                               "base_model": base_model, "tolerance": tolerance}))
+    write_report(out, cand_rep, champ_rep, comparison, seed_note=note)
+    meta = {"champion_uri": champ.uri, "candidate_path": str(candidate_path), "base_model": base_model,
+            "tolerance": tolerance, "seed": config.seed, "seed_note": note, "log_partitions": list(log_partitions)}
+    (out / "meta.json").write_text(json.dumps(meta))
     run_id = log_to_mlflow(cand_rep, champ_rep, comparison, tracking_uri=uri,
                            run_name=f"eval-{base_model}", artifact_location=paths.mlflow_artifacts.as_uri(),
                            tags={"flywheel.base_model": base_model, "flywheel.champion": champ.uri,
-                                 **(mlflow_tags or {})})
-    (out / "meta.json").write_text(json.dumps({**json.loads((out / "meta.json").read_text()), "eval_run_id": run_id}))
-    md = to_markdown(cand_rep, champ_rep, comparison,
+                                 "flywheel.eval_seed": str(config.seed), **(mlflow_tags or {})},
+                           seed_note=note)
+    (out / "meta.json").write_text(json.dumps({**meta, "eval_run_id": run_id}))
+    md = to_markdown(cand_rep, champ_rep, comparison, seed_note=note,
                      chart_png=bar_chart_png({f"champion {champ.uri}": champ_rep, f"candidate {name}": cand_rep}))
-    return CandidateEval(cand_rep, champ_rep, comparison, champ.uri, out, run_id, md)
+    return CandidateEval(cand_rep, champ_rep, comparison, champ.uri, out, run_id, md, note)
 
 
 def load_candidate_eval(directory: str | Path, tolerance: float | None = None) -> CandidateEval:
@@ -123,7 +150,7 @@ def load_candidate_eval(directory: str | Path, tolerance: float | None = None) -
     cand, champ = report_from_dict(payload["candidate"]), report_from_dict(payload["baseline"])
     comparison = compare(cand, champ, tolerance=meta.get("tolerance", 0.05) if tolerance is None else tolerance)
     return CandidateEval(cand, champ, comparison, meta["champion_uri"], d, meta.get("eval_run_id"),
-                         (d / "report.md").read_text())
+                         (d / "report.md").read_text(), meta.get("seed_note", ""))
 
 
 def training_prompts(warehouse: str | Path) -> list[str] | None:

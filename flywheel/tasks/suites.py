@@ -16,7 +16,10 @@ from flywheel.tasks.math_tasks import math_suite
 
 DOMAINS = ("math", "code", "agent")
 TRAIN_SEED, HELDOUT_SEED = 1_000, 9_000
-HELDOUT_SIZE = {"math": 100, "code": 60, "agent": 60}
+HELDOUT_SIZE = {"math": 200, "code": 60, "agent": 60}
+"""Evaluation set sizes: what `benchmarks/bench_gate.py` found the gate needs (x 8 samples) to catch a
++5-point gain. A suite is a prefix of a longer one, so a larger size keeps every earlier task. The code families
+yield only 24 held-out prompts today: code is evaluated on 24 until `code_tasks` has more families."""
 
 
 def is_heldout_prompt(prompt: str) -> bool:

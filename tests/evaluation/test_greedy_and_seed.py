@@ -1,0 +1,68 @@
+"""Greedy pass@1 beside the sampled metrics (the real tiny model), and the turn's seed: fresh, shared, reproducible."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from flywheel.evaluation.report import reads_as, to_markdown
+from flywheel.evaluation.runner import GREEDY, compare, engine_generator, evaluate
+from flywheel.evaluation.suites import EvalConfig, turn_seed
+
+CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 4, "code": 2, "agent": 2}, n_boot=100,
+                 max_new_tokens=48, max_steps=3)
+
+
+def test_defaults_are_the_powered_design():
+    """What benchmarks/bench_gate.py found the gate needs: 200/60/60 tasks x 8 at the serving temperature, greedy."""
+    cfg = EvalConfig()
+    assert dict(cfg.tasks_per_domain) == {"math": 200, "code": 60, "agent": 60}
+    assert (cfg.n_samples, cfg.temperature, cfg.greedy, cfg.derive_seed) == (8, 0.7, True, True)
+
+
+def test_greedy_is_deterministic_and_reported(tiny_model_dir):
+    import torch
+
+    from flywheel.rollout import build_engine
+
+    torch.set_num_threads(1)
+    gen = engine_generator(build_engine("torch", str(tiny_model_dir)))
+    a = evaluate(gen, CFG, model="a")
+    b = evaluate(gen, dataclasses.replace(CFG, seed=CFG.seed + 1), model="b")
+    # the greedy sample does not depend on the seed: same outcome per task, run after run
+    assert [t.greedy for t in a.tasks] == [t.greedy for t in b.tasks]
+    assert [t.greedy_failure for t in a.tasks] == [t.greedy_failure for t in b.tasks]
+    assert all(t.greedy is not None and len(t.passed) == 2 for t in a.tasks)
+    assert set(a.greedy_rates()) == {"math", "code", "agent", "overall"}
+    assert a.metrics["overall"][GREEDY].n == 8
+    assert a.greedy_rates()["overall"] == pytest.approx(sum(t.greedy for t in a.tasks) / 8, abs=1e-4)
+    # a failing greedy sample carries its failure type
+    assert all(bool(t.greedy_failure) != t.greedy for t in a.tasks)
+    # paired greedy difference of the same weights is exactly 0: read as noise, never as a change
+    c = compare(b, a)
+    assert c.greedy_diffs["overall"].value == 0 and reads_as(c.greedy_diffs["overall"]) == "noise (CI contains 0)"
+    md = to_markdown(b, a, c)
+    assert f"| domain | tasks | pass@1 | {GREEDY} | pass@2 |" in md and "greedy@1 difference" in md
+    assert "noise (CI contains 0)" in md
+    # greedy off: no greedy sample, no greedy metric
+    off = evaluate(gen, dataclasses.replace(CFG, greedy=False, tasks_per_domain={"math": 2}), model="off")
+    assert off.greedy_rates() == {} and all(t.greedy is None for t in off.tasks)
+
+
+def test_turn_seed_is_fresh_per_turn_and_equal_for_equal_inputs():
+    one = turn_seed("tiny-v1", ["2026-12-01"])
+    assert one == turn_seed("tiny-v1", ["2026-12-01"])
+    assert turn_seed("tiny-v1", ["2026-12-01", "2026-12-02"]) == turn_seed("tiny-v1", ["2026-12-02", "2026-12-01"])
+    assert one != turn_seed("tiny-v1", ["2026-12-01", "2026-12-02"]) != turn_seed("tiny-v1", ["2026-12-02"])
+    assert one != turn_seed("tiny-v2", ["2026-12-01"])
+    assert 0 <= one < 2**31
+    cfg = EvalConfig(seed=5)
+    day1, day2 = cfg.for_turn("tiny-v1", ["2026-12-01"]), cfg.for_turn("tiny-v1", ["2026-12-02"])
+    assert day1.seed == one and day2.seed != day1.seed
+    assert day1 == cfg.for_turn("tiny-v1", ["2026-12-01"])
+    assert "derived from base model `tiny-v1` and log partitions [2026-12-01]" in day1.seed_note("tiny-v1",
+                                                                                                 ["2026-12-01"])
+    fixed = EvalConfig(seed=5, derive_seed=False)
+    assert fixed.for_turn("tiny-v1", ["2026-12-02"]).seed == 5
+    assert fixed.seed_note("tiny-v1", []) == "seed 5, set in the config"
