@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium for the browser test (tests/test_ui_browser.py): Debian's `chromium` package.
+# Headless Chromium for the browser test (tests/project/test_ui_browser.py): Debian's `chromium` package.
 # Idempotent; needs root and apt-get. Exit 0 when a chromium binary is present afterwards.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then

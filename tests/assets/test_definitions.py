@@ -9,10 +9,3 @@ def test_definitions_load():
     defs = build_definitions()
     assert "gpu" in defs.resources
     assert STAGE_MODULES  # every stage module that exists was imported without error
-
-
-def test_cli_help_lists_commands(capsys):
-    from flywheel.cli import main
-
-    assert main([]) == 2
-    assert "COMMAND" in capsys.readouterr().out

@@ -113,3 +113,13 @@ def test_uri_template_and_missing_day(flywheel_home, tmp_path):
     with pytest.raises(dg.Failure, match="no raw logs for 2026-11-15"):
         dg.materialize([raw_task_logs], partition_key="2026-11-15",
                        resources=resources(flywheel_home.home, f"file://{logs}/{{date}}"))
+
+
+def test_daily_asset_reads_its_partition_from_s3(s3, flywheel_home):
+    s3.put("logs/2026-12-02/traffic.jsonl", ("\n".join(line(i) for i in range(3)) + "\n{oops\n").encode())
+    res = resources(flywheel_home.home, f"s3://logs/{{date}}/?{s3.query}")
+    meta = dg.materialize([raw_task_logs], partition_key="2026-12-02", resources=res) \
+        .asset_materializations_for_node("raw_task_logs")[0].metadata
+    assert (meta["ingested"].value, meta["quarantined"].value) == (3, 1)
+    with pytest.raises(dg.Failure, match="no raw logs for 2026-12-03"):
+        dg.materialize([raw_task_logs], partition_key="2026-12-03", resources=res)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-pytest_plugins = ("tests.fixtures_models",)
-
 
 def _materialize(instance: dg.DagsterInstance, storage, key: str, config: dict | None = None) -> dg.ExecuteInJobResult:
     from assets.models import base_model
@@ -22,10 +20,8 @@ def _meta(result: dg.ExecuteInJobResult) -> dict:
     return {k: getattr(v, "value", v) for k, v in mats[0].metadata.items()}
 
 
-def test_tiny_release_partition_builds_once_then_reuses(tiny_model_dir, flywheel_home, storage):
-    from tests.fixtures_models import install_tiny_quick
-
-    install_tiny_quick(tiny_model_dir, flywheel_home.models)  # the session's build, same recipe hash
+def test_tiny_release_partition_builds_once_then_reuses(install_tiny_quick, flywheel_home, storage):
+    install_tiny_quick(flywheel_home.models)  # the session's build, same recipe hash
     with dg.instance_for_test() as instance:
         res = _materialize(instance, storage, "tiny-quick")
         assert res.success
@@ -61,11 +57,10 @@ def test_unknown_release_fails_with_a_clear_error(storage):
         assert "no HF checkpoint folder" in str(failure.step_failure_data.error)
 
 
-def test_load_check_passes_for_a_built_release(tiny_model_dir, flywheel_home, storage):
+def test_load_check_passes_for_a_built_release(install_tiny_quick, flywheel_home, storage):
     from assets.models import base_model, base_model_loads
-    from tests.fixtures_models import install_tiny_quick
 
-    install_tiny_quick(tiny_model_dir, flywheel_home.models)
+    install_tiny_quick(flywheel_home.models)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("base_model", ["tiny-quick"])
         res = dg.materialize([base_model, base_model_loads], instance=instance, partition_key="tiny-quick",

@@ -1,12 +1,12 @@
-"""Jobs, schedule and sensors of the flywheel, and eval_report -> deployed_model under dagster.materialize()."""
+"""Jobs, schedule, sensors and executor of the flywheel, and the GPU concurrency limits in dagster.yaml."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from assets.orchestration import (
     BASE_MODEL_ASSETS,
@@ -18,7 +18,6 @@ from assets.orchestration import (
     daily_turn_schedule,
 )
 from assets.partitions import base_models, daily_logs
-from tests.test_registry import seed_mlflow_db
 
 
 def _checkpoint(root: Path, name: str, complete: bool = True) -> Path:
@@ -90,7 +89,7 @@ def test_release_sensor_targets_the_backfill_chain():
     assert chain.job_name == "base_model_job"
 
 
-def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path):
+def test_chained_job_follows_the_champion_base_model(flywheel_home, seed_mlflow_db, tmp_path):
     from flywheel.registry.mlflow_registry import Registry
 
     seed_mlflow_db(flywheel_home)
@@ -104,7 +103,7 @@ def test_chained_job_follows_the_champion_base_model(flywheel_home, tmp_path):
     assert current_base_model(instance, uri) == "tiny-v1"  # the champion's base model
 
 
-def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage):
+def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage, seed_mlflow_db):
     from assets.orchestration import TURN_TAG, chain_base_model_job
 
     seed_mlflow_db(flywheel_home)
@@ -127,108 +126,6 @@ def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage
     assert isinstance(tick({TURN_TAG: "2026-12-02"}), dg.SkipReason)
 
 
-def _tiny_checkpoint(path: Path) -> Path:
-    from tests.test_evaluation import _random_tiny
-
-    return _random_tiny(path)
-
-
-def _write_task_pool(warehouse: Path, prompts: list[str]) -> None:
-    """A `task_pool` table (mining's column contract) holding `prompts`."""
-    import duckdb
-
-    from flywheel.mining.pool import TASK_POOL_COLUMNS
-
-    con = duckdb.connect(str(warehouse))
-    cols = ", ".join(f"{n} {t}" for n, t in TASK_POOL_COLUMNS)
-    con.execute(f"CREATE OR REPLACE TABLE task_pool ({cols})")
-    con.executemany("INSERT INTO task_pool (task_id, domain, prompt) VALUES (?, ?, ?)",
-                    [(f"t{i}", "math", p) for i, p in enumerate(prompts)])
-    con.close()
-
-
-def _record_upstream(instance: dg.DagsterInstance, paths, base: Path, policy: Path) -> str:
-    """What `base_model` and `rlvr_policy` record for partition tiny-test (a real MLflow training run);
-    returns the training run's id."""
-    from flywheel.train.telemetry import Telemetry
-
-    tele = Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
-    run_id = tele.start("rlvr-tiny-test", {"steps": 1})
-    tele.finish()
-    for asset, metadata in (("base_model", {"path": dg.MetadataValue.path(str(base))}),
-                            ("rlvr_policy", {"policy_path": dg.MetadataValue.path(str(policy)), "mlflow_run_id": run_id,
-                                             "log_partitions": dg.MetadataValue.json(["2026-12-01", "2026-12-02"])})):
-        instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition="tiny-test", metadata=metadata))
-    return run_id
-
-
-def test_eval_report_and_deployed_model_materialize(flywheel_home, storage):
-    """Contaminated pool blocks deployment; a clean one runs the gate, which refuses, then promotes."""
-    import shutil
-
-    import mlflow
-    import torch
-
-    from assets.deployment import deployed_model
-    from assets.evaluation import eval_report
-    from flywheel.tasks.suites import heldout_suite, train_suite
-    from resources.gpu import GpuResource
-
-    torch.set_num_threads(1)
-    seed_mlflow_db(flywheel_home)
-    base = _tiny_checkpoint(flywheel_home.models / "base" / "tiny-test")
-    policy = shutil.copytree(base, flywheel_home.models / "policies" / "tiny-test")
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(base_models.name, ["tiny-test"])
-    training_run = _record_upstream(instance, flywheel_home, base, policy)
-    run_config = {"ops": {
-        "eval_report": {"config": {"n_samples": 1, "tasks_math": 2, "tasks_code": 1, "tasks_agent": 1,
-                                   "max_new_tokens": 16, "max_steps": 2}},
-        "deployed_model": {"config": {"margin": 0.0}},
-    }}
-    resources = {"gpu": GpuResource(device="cpu"), "storage": storage}
-    pool = [t.prompt for t in train_suite("math", 40)]
-    _write_task_pool(flywheel_home.warehouse, [*pool, heldout_suite("math")[0].prompt])
-    res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
-                         resources=resources, run_config=run_config, raise_on_error=False)
-    checks = {c.check_name: c for c in res.get_asset_check_evaluations()}
-    assert not checks["eval_set_decontaminated"].passed  # the alarm, and it blocks deployment
-    assert checks["eval_set_decontaminated"].metadata["exact_overlap"].value == 1
-    assert "deployed_model" not in {m.asset_key.to_user_string() for m in res.get_asset_materialization_events()}
-
-    _write_task_pool(flywheel_home.warehouse, pool)
-    res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,
-                         resources=resources, run_config=run_config)
-    assert res.success
-    mats = {m.asset_key.to_user_string(): m for m in res.get_asset_materialization_events()}
-    meta = mats["eval_report"].materialization.metadata
-    assert "data:image/png;base64," in meta["report"].value and "before/overall/pass@1" in meta
-    checks = {c.check_name: c for c in res.get_asset_check_evaluations()}
-    assert checks["eval_set_decontaminated"].passed
-    dep = mats["deployed_model"].materialization.metadata
-    # same weights as the base: no gain over the margin, so the base model stays champion
-    assert dep["promoted"].value is False and "does not beat the margin" in dep["reason"].value
-    assert dep["champion"].value == "flywheel-policy:1" and dep["candidate"].value == "flywheel-policy:2"
-    assert checks["champion_not_regressed"].passed
-    manifest = json.loads(Path(dep["serving_manifest"].value).with_suffix(".json").read_text())
-    assert manifest["served_model_name"] == "flywheel-policy:2"
-    # the registered weights are a snapshot: retraining into policies/<base> cannot change a version
-    assert Path(manifest["model_path"]).parent == flywheel_home.models / "registry"
-    # lineage: the version carries the log partitions rlvr_policy recorded, and MLflow links its training run
-    client = mlflow.MlflowClient(flywheel_home.mlflow_uri, registry_uri=flywheel_home.mlflow_uri)
-    mv = client.get_model_version("flywheel-policy", "2")
-    assert json.loads(mv.tags["flywheel.log_partitions"]) == ["2026-12-01", "2026-12-02"]
-    assert mv.run_id == training_run == mv.tags["flywheel.training_run_id"]
-    assert mv.source.startswith(f"runs:/{training_run}/") and mv.tags["flywheel.dagster_run_id"] == res.run_id
-    folder = mv.source.removeprefix(f"runs:/{training_run}/")
-    assert {Path(f.path).name for f in client.list_artifacts(training_run, folder)} >= {"MODEL_PATH", "serving.json"}
-    # a negative margin promotes an equal candidate: the gate both ways through the asset
-    res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance, resources=resources,
-                         run_config={"ops": {"deployed_model": {"config": {"margin": -0.01}}}})
-    dep = next(iter(res.get_asset_materialization_events())).materialization.metadata
-    assert dep["promoted"].value is True and dep["champion"].value == "flywheel-policy:3"
-
-
 @pytest.mark.parametrize("kind", ["multiprocess", "in_process"])
 def test_executor_switch(kind, monkeypatch):
     from assets.orchestration import executor_from_env
@@ -238,3 +135,12 @@ def test_executor_switch(kind, monkeypatch):
     monkeypatch.setenv("FLYWHEEL_EXECUTOR", "bogus")
     with pytest.raises(ValueError):
         executor_from_env()
+
+
+def test_pools_and_gpu_run_limit_in_dagster_yaml():
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[2] / "dagster.yaml").read_text())
+    assert cfg["concurrency"]["pools"]["default_limit"] == 1  # one step per GPU pool at a time
+    limits = {x["key"]: x["limit"] for x in cfg["concurrency"]["runs"]["tag_concurrency_limits"]}
+    from assets.orchestration import base_model_job
+
+    assert "flywheel/gpu" in base_model_job.tags and limits["flywheel/gpu"] == 1

@@ -15,41 +15,28 @@ from flywheel.logs.sources import SourceFile, list_sources
 from flywheel.logs.warehouse import connect, task_logs_dir
 
 
-def rec(i: int | str, **kw) -> dict:
-    r = {
-        "id": f"r{i}", "timestamp": "2026-12-01T10:00:00Z", "task_id": f"t{i}", "domain": "math",
-        "model": "tiny:v1", "messages": [{"role": "user", "content": f"What is {i}+1?"}],
-        "outcome": {"status": "success", "passed": True}, "reference": {"answer": str(i)},
-    }
-    r.update(kw)
-    return {k: v for k, v in r.items() if v is not ...}
+@pytest.fixture(scope="module")
+def bad_lines(rec) -> list[tuple]:
+    """Every kind of bad line, each with the reason a person should see (line numbers are 1-based)."""
+    return [
+        (rec(100)["id"] and json.dumps(rec(100))[:60], "invalid_json", None, "truncated JSON"),
+        ('{"id": "x", "timestamp": "2026-12-01T10:00:00Z",, }', "invalid_json", None, "invalid JSON"),
+        ("[1, 2, 3]", "not_object", None, "expected one JSON object per line, got array"),
+        (rec(101, timestamp=12), "wrong_type", "timestamp", "field 'timestamp': expected ISO-8601 string, got 12"),
+        (rec(102, timestamp="yesterday"), "bad_timestamp", "timestamp", "'yesterday' is not an ISO-8601 timestamp"),
+        (rec(103, task_id=...), "missing_field", "task_id", "missing required field 'task_id'"),
+        (rec(104, model=None), "missing_field", "model", "required field 'model' is null"),
+        (rec(105, task_id=7), "wrong_type", "task_id", "field 'task_id': expected string, got 7"),
+        (rec(106, messages="hello"), "wrong_type", "messages", "field 'messages': expected JSON array, got varchar"),
+        (rec(107, outcome=[1]), "wrong_type", "outcome", "field 'outcome': expected JSON object, got array"),
+        (rec(108, domain=""), "wrong_type", "domain", "expected non-empty string"),
+        (rec(109, messages=[{"role": "user", "content": "x" * 5000}]), "field_too_large", "messages",
+         "field 'messages' is 0.0 MiB, over the 0.0 MiB per-field cap"),
+        (b'{"id": "u1", "task_id": "caf\xe9"}', "invalid_utf8", None, "invalid UTF-8 at byte 28"),
+        (rec(110, id=[1]), "wrong_type", "id", "field 'id': expected string or integer"),
+    ]
 
 
-def write_jsonl(path, lines: list) -> None:
-    with open(path, "wb") as f:
-        for ln in lines:
-            f.write(ln if isinstance(ln, bytes) else (ln if isinstance(ln, str) else json.dumps(ln)).encode())
-            f.write(b"\n")
-
-
-# Every kind of bad line, each with the reason a person should see (line numbers are 1-based).
-BAD_LINES = [
-    (rec(100)["id"] and json.dumps(rec(100))[:60], "invalid_json", None, "truncated JSON"),
-    ('{"id": "x", "timestamp": "2026-12-01T10:00:00Z",, }', "invalid_json", None, "invalid JSON"),
-    ("[1, 2, 3]", "not_object", None, "expected one JSON object per line, got array"),
-    (rec(101, timestamp=12), "wrong_type", "timestamp", "field 'timestamp': expected ISO-8601 string, got 12"),
-    (rec(102, timestamp="yesterday"), "bad_timestamp", "timestamp", "'yesterday' is not an ISO-8601 timestamp"),
-    (rec(103, task_id=...), "missing_field", "task_id", "missing required field 'task_id'"),
-    (rec(104, model=None), "missing_field", "model", "required field 'model' is null"),
-    (rec(105, task_id=7), "wrong_type", "task_id", "field 'task_id': expected string, got 7"),
-    (rec(106, messages="hello"), "wrong_type", "messages", "field 'messages': expected JSON array, got varchar"),
-    (rec(107, outcome=[1]), "wrong_type", "outcome", "field 'outcome': expected JSON object, got array"),
-    (rec(108, domain=""), "wrong_type", "domain", "expected non-empty string"),
-    (rec(109, messages=[{"role": "user", "content": "x" * 5000}]), "field_too_large", "messages",
-     "field 'messages' is 0.0 MiB, over the 0.0 MiB per-field cap"),
-    (b'{"id": "u1", "task_id": "caf\xe9"}', "invalid_utf8", None, "invalid UTF-8 at byte 28"),
-    (rec(110, id=[1]), "wrong_type", "id", "field 'id': expected string or integer"),
-]
 OPTS = IngestOptions(max_field_bytes=4096)
 
 
@@ -60,47 +47,47 @@ def wh(tmp_path):
     con.close()
 
 
-def _mixed_file(tmp_path):
+def _mixed_file(tmp_path, rec, write_jsonl, bad_lines):
     good = [rec(i) for i in range(5)]
-    lines = [good[0], good[1], *[b for b, *_ in BAD_LINES], good[2], "", "   ", good[3], good[1], good[4]]
+    lines = [good[0], good[1], *[b for b, *_ in bad_lines], good[2], "", "   ", good[3], good[1], good[4]]
     path = tmp_path / "mixed.jsonl"
     write_jsonl(path, lines)
     return path
 
 
-def test_good_bad_and_duplicate_lines_each_accounted_for(tmp_path, wh):
-    path = _mixed_file(tmp_path)
+def test_good_bad_and_duplicate_lines_each_accounted_for(rec, write_jsonl, bad_lines, tmp_path, wh):
+    path = _mixed_file(tmp_path, rec, write_jsonl, bad_lines)
     r = ingest(path, wh, options=OPTS)
-    assert r.lines_read == 2 + len(BAD_LINES) + 1 + 3  # blank lines are not records
-    assert (r.ingested, r.quarantined, r.duplicates) == (5, len(BAD_LINES), 1)
+    assert r.lines_read == 2 + len(bad_lines) + 1 + 3  # blank lines are not records
+    assert (r.ingested, r.quarantined, r.duplicates) == (5, len(bad_lines), 1)
     assert r.lines_read == r.ingested + r.quarantined + r.duplicates
     got = wh.execute("SELECT source_line, kind, field, reason, raw, source_file FROM quarantine ORDER BY 1").fetchall()
-    assert len(got) == len(BAD_LINES)
-    for (line, kind, fld, reason, raw, src), (_, want_kind, want_field, want_text) in zip(got, BAD_LINES, strict=True):
+    assert len(got) == len(bad_lines)
+    for (line, kind, fld, reason, raw, src), (_, want_kind, want_field, want_text) in zip(got, bad_lines, strict=True):
         assert (kind, fld) == (want_kind, want_field), reason
         assert reason.startswith(f"line {line}: ") and want_text in reason, reason
         assert raw and src == str(path.resolve())
-    assert [g[0] for g in got] == list(range(3, 3 + len(BAD_LINES)))
+    assert [g[0] for g in got] == list(range(3, 3 + len(bad_lines)))
     assert r.by_reason["invalid_json"] == 2 and sum(r.by_reason.values()) == r.quarantined
     rows = wh.execute("SELECT id, source_line FROM task_logs ORDER BY id").fetchall()
-    assert rows == [("r0", 1), ("r1", 2), ("r2", 3 + len(BAD_LINES)), ("r3", 6 + len(BAD_LINES)), ("r4", 8 + len(BAD_LINES))]
+    assert rows == [("r0", 1), ("r1", 2), ("r2", 3 + len(bad_lines)), ("r3", 6 + len(bad_lines)), ("r4", 8 + len(bad_lines))]
     (run,) = wh.execute("SELECT lines_read, ingested, quarantined, duplicates FROM ingest_runs").fetchall()
-    assert run == (r.lines_read, 5, len(BAD_LINES), 1)
+    assert run == (r.lines_read, 5, len(bad_lines), 1)
 
 
-def test_reingest_adds_nothing(tmp_path, wh):
-    path = _mixed_file(tmp_path)
+def test_reingest_adds_nothing(rec, write_jsonl, bad_lines, tmp_path, wh):
+    path = _mixed_file(tmp_path, rec, write_jsonl, bad_lines)
     first = ingest(path, wh, options=OPTS)
     before = [wh.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("task_logs", "quarantine")]
     again = ingest(f"file://{path}", wh, options=OPTS)
     after = [wh.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("task_logs", "quarantine")]
-    assert before == after == [5, len(BAD_LINES)]
+    assert before == after == [5, len(bad_lines)]
     assert again.ingested == 0 and again.duplicates == first.ingested + first.duplicates
     assert again.quarantined == first.quarantined and again.balanced
     assert wh.execute("SELECT count(*), count(DISTINCT id) FROM task_logs").fetchall() == [(5, 5)]
 
 
-def test_missing_id_is_a_content_hash_and_extra_fields_are_kept(tmp_path, wh):
+def test_missing_id_is_a_content_hash_and_extra_fields_are_kept(rec, write_jsonl, tmp_path, wh):
     a = rec(1, id=..., session="s-9", user={"tier": "pro"})
     path = tmp_path / "noid.jsonl"
     write_jsonl(path, [a, json.dumps(a, separators=(" ,  ", " :  ")), rec(2, id=...)])
@@ -111,7 +98,7 @@ def test_missing_id_is_a_content_hash_and_extra_fields_are_kept(tmp_path, wh):
     assert json.loads(extra[0]) == {"session": "s-9", "user": {"tier": "pro"}} and extra[1] is None
 
 
-def test_log_date_stamps_rows_and_defaults_to_record_date(tmp_path, wh):
+def test_log_date_stamps_rows_and_defaults_to_record_date(rec, write_jsonl, tmp_path, wh):
     write_jsonl(tmp_path / "a.jsonl", [rec(1, timestamp="2026-11-30T23:59:59+00:00"), rec(2, timestamp="2026-12-02T01:00:00+02:00")])
     ingest(tmp_path / "a.jsonl", wh)
     assert wh.execute("SELECT id, log_date::VARCHAR FROM task_logs ORDER BY id").fetchall() == [
@@ -121,13 +108,13 @@ def test_log_date_stamps_rows_and_defaults_to_record_date(tmp_path, wh):
     assert wh.execute("SELECT log_date::VARCHAR FROM task_logs WHERE id = 'r3'").fetchall() == [("2026-12-05",)]
 
 
-def test_byte_order_mark_and_crlf_are_tolerated(tmp_path, wh):
+def test_byte_order_mark_and_crlf_are_tolerated(rec, tmp_path, wh):
     (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + json.dumps(rec(1)).encode() + b"\r\n" + json.dumps(rec(2)).encode() + b"\r\n")
     r = ingest(tmp_path / "bom.jsonl", wh)
     assert (r.lines_read, r.ingested, r.quarantined) == (2, 2, 0)
 
 
-def test_chunk_boundaries_keep_line_numbers(tmp_path, wh):
+def test_chunk_boundaries_keep_line_numbers(rec, write_jsonl, tmp_path, wh):
     lines = [rec(i) for i in range(40)]
     lines[17] = rec(17, timestamp=12)
     write_jsonl(tmp_path / "c.jsonl", lines)
@@ -140,7 +127,7 @@ def _parquet(path, rows: list[dict], schema: pa.Schema | None = None) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
 
 
-def test_parquet_good_bad_and_duplicates(tmp_path, wh):
+def test_parquet_good_bad_and_duplicates(rec, tmp_path, wh):
     rows = [
         {**rec(i), "messages": json.dumps(rec(i)["messages"]), "outcome": json.dumps(rec(i)["outcome"]),
          "reference": json.dumps(rec(i)["reference"]), "tenant": "acme"}
@@ -161,7 +148,7 @@ def test_parquet_good_bad_and_duplicates(tmp_path, wh):
     assert json.loads(wh.execute("SELECT extra FROM task_logs WHERE id = 'r0'").fetchall()[0][0]) == {"tenant": "acme"}
 
 
-def test_parquet_nested_columns_and_wrong_column_type(tmp_path, wh):
+def test_parquet_nested_columns_and_wrong_column_type(rec, tmp_path, wh):
     nested = [rec(i) for i in range(3)]
     for r in nested:
         r["timestamp"] = None
@@ -184,7 +171,7 @@ def test_parquet_nested_columns_and_wrong_column_type(tmp_path, wh):
     assert json.loads(outcome) == {"status": "success", "passed": True}
 
 
-def test_folder_with_mixed_formats_and_file_uri(tmp_path, wh):
+def test_folder_with_mixed_formats_and_file_uri(rec, write_jsonl, tmp_path, wh):
     d = tmp_path / "day"
     (d / "sub").mkdir(parents=True)
     write_jsonl(d / "a.jsonl", [rec(1), rec(2)])
@@ -199,7 +186,7 @@ def test_folder_with_mixed_formats_and_file_uri(tmp_path, wh):
         ingest(tmp_path / "nope", wh)
 
 
-def test_corrupt_parquet_is_quarantined_not_fatal(tmp_path, wh):
+def test_corrupt_parquet_is_quarantined_not_fatal(rec, write_jsonl, tmp_path, wh):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "broken.parquet").write_bytes(b"PAR1 this is not parquet")
     write_jsonl(tmp_path / "d" / "ok.jsonl", [rec(1)])
@@ -208,22 +195,7 @@ def test_corrupt_parquet_is_quarantined_not_fatal(tmp_path, wh):
     assert "not a readable Parquet file" in wh.execute("SELECT reason FROM quarantine").fetchall()[0][0]
 
 
-def test_cli_json_and_missing_path(tmp_path, capsys):
-    from flywheel.cli import main
-
-    write_jsonl(tmp_path / "a.jsonl", [rec(1), rec(1), "{bad"])
-    w = tmp_path / "w.duckdb"
-    assert main(["ingest", str(tmp_path / "a.jsonl"), "--warehouse", str(w), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert {k: out[k] for k in ("lines_read", "ingested", "quarantined", "duplicates", "redactions")} == {
-        "lines_read": 3, "ingested": 1, "quarantined": 1, "duplicates": 1, "redactions": 0}
-    assert main(["ingest", str(tmp_path / "a.jsonl"), "--warehouse", str(w)]) == 0
-    assert "duplicates  2" in capsys.readouterr().out
-    assert main(["ingest", str(tmp_path / "missing"), "--warehouse", str(w)]) == 2
-    assert "no such file or folder" in capsys.readouterr().err
-
-
-def test_a_failed_run_leaves_nothing_behind(tmp_path, wh):
+def test_a_failed_run_leaves_nothing_behind(rec, write_jsonl, tmp_path, wh):
     write_jsonl(tmp_path / "a.jsonl", [rec(i) for i in range(30)] + ["{bad"])
 
     def boom(n: int) -> None:

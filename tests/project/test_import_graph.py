@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "flywheel"
 PROGRAMS = {"flywheel.verifiers._harness"}
 """Files the sandbox runs as programs (they read their job from stdin), not modules to import."""

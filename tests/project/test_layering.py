@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAX_ASSET_BODY_LINES = 30
 DAGSTER_PACKAGES = ("dagster", "dagster_duckdb", "dagster_k8s", "dagster_ray", "dagster_webserver")
 

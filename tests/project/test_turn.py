@@ -11,10 +11,6 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from tests.fixtures_models import install_tiny_quick
-
-pytest_plugins = ["tests.fixtures_models"]
-
 TINY = {
     "verifiers": {"max_tasks": 24},
     "rlvr_policy": {"steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
@@ -25,10 +21,10 @@ TINY = {
 
 
 @pytest.fixture
-def turn_env(flywheel_home, tiny_model_dir, tmp_path, monkeypatch):
+def turn_env(flywheel_home, install_tiny_quick, tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    install_tiny_quick(tiny_model_dir, flywheel_home.models)
+    install_tiny_quick(flywheel_home.models)
     return flywheel_home
 
 

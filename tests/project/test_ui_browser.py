@@ -21,7 +21,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 FLYWHEEL_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers",
                    "base_model", "rlvr_policy", "eval_report", "deployed_model")

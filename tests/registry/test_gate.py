@@ -61,3 +61,16 @@ def test_primary_metric_is_pre_declared_and_checked():
         decide(c, GateConfig(primary="agent"))
     with pytest.raises(ValueError, match="non_inferiority"):
         GateConfig(non_inferiority=-0.1)
+
+
+def test_gate_is_a_pure_decision(base_report, better_report, regressed_report):
+    ok, why = decide(compare(better_report, base_report), GateConfig(margin=0.02))
+    assert ok and "promoted" in why
+    ok, why = decide(compare(better_report, base_report), GateConfig(margin=0.5))
+    assert not ok and "margin 0.500" in why
+    ok, why = decide(compare(regressed_report, base_report), GateConfig(non_inferiority=0.05))
+    assert decide(compare(regressed_report, base_report), GateConfig(non_inferiority=0.6))[0]  # the margin is the gate's
+    assert not ok and "code regressed by 0.333" in why
+    ok, why = decide(compare(base_report, base_report), GateConfig())
+    assert not ok and "+0.000" in why
+    assert decide(None, GateConfig())[0]

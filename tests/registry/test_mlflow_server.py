@@ -17,7 +17,6 @@ from flywheel.evaluation.runner import compare
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.gate import GateConfig
 from flywheel.registry.mlflow_registry import Registry, promote_if_better, rollback
-from tests.test_registry import BASE, BETTER, REGRESSED, seed_mlflow_db
 
 
 def _free_port() -> int:
@@ -27,7 +26,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def mlflow_server(tmp_path):
+def mlflow_server(tmp_path, seed_mlflow_db):
     port = _free_port()
     seed_mlflow_db(FlywheelPaths(tmp_path))  # a migrated store: the server starts without running migrations
     mlflow_bin = Path(sys.executable).with_name("mlflow")
@@ -65,15 +64,15 @@ def mlflow_server(tmp_path):
         log.close()
 
 
-def test_gate_and_rollback_against_mlflow_server(mlflow_server, tmp_path, monkeypatch):
+def test_gate_and_rollback_against_mlflow_server(base_report, better_report, regressed_report, mlflow_server, tmp_path, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     reg = Registry(mlflow_server)
     base = reg.ensure_champion(tmp_path, "tiny-v1")
     training_run = reg.client.create_run(reg.client.create_experiment("flywheel-rlvr"), run_name="rlvr-tiny-v1")
     cand = reg.register(tmp_path, {"base_model": "tiny-v1", "training_run_id": training_run.info.run_id})
-    assert promote_if_better(reg, cand, compare(BETTER, BASE), GateConfig()).promoted
+    assert promote_if_better(reg, cand, compare(better_report, base_report), GateConfig()).promoted
     worse = reg.register(tmp_path, {"base_model": "tiny-v1"})
-    refused = promote_if_better(reg, worse, compare(REGRESSED, BETTER), GateConfig())
+    refused = promote_if_better(reg, worse, compare(regressed_report, better_report), GateConfig())
     assert not refused.promoted and "regressed" in refused.reason
     assert reg.champion().version == cand.version
     # a second client sees the same state: it lives in the server, not in this process

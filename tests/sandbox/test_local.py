@@ -100,36 +100,3 @@ def test_get_sandbox_factory_and_limits_defaults():
     with pytest.raises(ValueError):
         get_sandbox("nope")
     assert os.path.isabs(s.python)
-
-
-def test_cli_sandbox_exec_json(tmp_path, capsys):
-    from flywheel.cli import main
-
-    prog = tmp_path / "p.py"
-    prog.write_text("import sys\nprint('hi')\nsys.exit(4)\n")
-    assert main(["sandbox", "exec", str(prog), "--json", "--timeout", "5", "--memory", "256"]) == 4
-    out = json.loads(capsys.readouterr().out)
-    assert {k: out[k] for k in ("exit_code", "stdout", "stderr", "timed_out", "killed_reason")} == {
-        "exit_code": 4, "stdout": "hi\n", "stderr": "", "timed_out": False, "killed_reason": None}
-    prog.write_text("import time\ntime.sleep(10)\n")
-    assert main(["sandbox", "exec", str(prog), "--json", "--timeout", "0.5"]) == 137
-    out = json.loads(capsys.readouterr().out)
-    assert out["timed_out"] and out["killed_reason"] == "wall_timeout"
-    assert main(["sandbox", "exec", str(tmp_path / "missing.py")]) == 2
-
-
-def test_sandbox_pool_resource():
-    from resources.sandbox import SandboxPoolResource, default_resources
-
-    assert isinstance(default_resources()["sandbox"], SandboxPoolResource)
-    res = SandboxPoolResource(workers=1, memory_mb=128, wall_timeout_s=2)
-    assert res.limits() == Limits(memory_mb=128, wall_timeout_s=2)
-    pool = res.get_pool()
-    try:
-        r = pool.run("print(sum(range(10)))")
-        assert r.stdout == "45\n"
-        big = pool.run("x = bytearray(400 << 20)")
-        assert big.killed_reason == "memory"
-    finally:
-        res.teardown_after_execution(None)
-    assert res._pool is None

@@ -21,7 +21,7 @@ import pytest
 from flywheel.sandbox.base import Limits
 
 UID_BASE = 1_000_000
-REPO = Path(__file__).resolve().parents[1]  # this checkout: the sandbox must not see it
+REPO = Path(__file__).resolve().parents[2]  # this checkout: the sandbox must not see it
 FAST = Limits(wall_timeout_s=5, cpu_time_s=3, memory_mb=256, max_processes=16, max_output_bytes=200_000,
               max_file_size_mb=4, max_disk_mb=16)
 
@@ -159,6 +159,7 @@ def test_dns_resolution_fails(sbx, host):
 
 
 def test_secrets_home_and_environment_not_visible(sbx, host):
+    assert (REPO / "pyproject.toml").is_file()  # the probe reads a file that does exist on the host
     r = run(sbx, f"""
         import os, glob
         leaks = []

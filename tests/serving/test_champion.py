@@ -9,20 +9,18 @@ import pytest
 from flywheel.registry.mlflow_registry import Registry
 from flywheel.serving.champion import ChampionResponder, ServeConfig, make_champion_responder, serve_day
 from flywheel.tasks.responder import BatchResponder, text_from_messages
-from tests.test_registry import seed_mlflow_db
 
 
-def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, tmp_path, monkeypatch):
+def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, seed_mlflow_db, random_tiny, tmp_path,
+                                                         monkeypatch):
     import torch
-
-    from tests.test_evaluation import _random_tiny
 
     torch.set_num_threads(1)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     seed_mlflow_db(flywheel_home)
     with pytest.raises(LookupError):
         make_champion_responder(paths=flywheel_home)
-    path = _random_tiny(tmp_path / "tiny")
+    path = random_tiny(tmp_path / "tiny")
     Registry(flywheel_home.mlflow_uri).ensure_champion(path, "tiny-test")
     responder = make_champion_responder(paths=flywheel_home, config=ServeConfig(max_new_tokens=24, max_steps=2))
     assert isinstance(responder, ChampionResponder) and isinstance(responder, BatchResponder)

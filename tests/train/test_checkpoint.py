@@ -10,23 +10,10 @@ from flywheel.train.checkpoint import latest_checkpoint
 from flywheel.train.config import GRPOConfig
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, train_rlvr
-from flywheel.verifiers.verdict import Verdict
-
-
-def digit_reward(domain: str, task: dict, response: str) -> Verdict:
-    n = sum(c.isdigit() for c in response)
-    return Verdict(min(n, 3) / 3, n >= 3, f"{n} digits")
-
-
-@pytest.fixture(scope="module")
-def policy_dir(tmp_path_factory):
-    from test_trainer import tiny_policy
-
-    return tiny_policy(tmp_path_factory.mktemp("tiny_policy"))
 
 
 @pytest.mark.parametrize("pipelined", [False, True], ids=["sync", "one-step-off-policy"])
-def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, pipelined):
+def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, digit_reward, pipelined):
     tasks = train_suite("math", 30)
     cfg = GRPOConfig(steps=4, prompts_per_step=3, group_size=4, micro_batch_size=6, max_new_tokens=10, lr=1e-2,
                      checkpoint_every=2, off_policy_pipeline=pipelined, lr_schedule="cosine", warmup_steps=1,
@@ -50,7 +37,7 @@ def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, pip
     assert any(not torch.equal(base[k], a[k]) for k in a)
 
 
-def test_checkpoint_holds_optimizer_rng_and_pass_rates(flywheel_home, policy_dir):
+def test_checkpoint_holds_optimizer_rng_and_pass_rates(flywheel_home, policy_dir, digit_reward):
     cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=3, max_new_tokens=8, num_threads=1)
     train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 10), flywheel_home, "one"),
                score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))

@@ -9,19 +9,6 @@ from flywheel.train.config import GRPOConfig
 from flywheel.train.deepspeed_backend import ds_config
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, train_rlvr
-from flywheel.verifiers.verdict import Verdict
-
-
-def digit_reward(domain: str, task: dict, response: str) -> Verdict:
-    n = sum(c.isdigit() for c in response)
-    return Verdict(min(n, 3) / 3, n >= 3, f"{n} digits")
-
-
-@pytest.fixture(scope="module")
-def policy_dir(tmp_path_factory):
-    from test_trainer import tiny_policy
-
-    return tiny_policy(tmp_path_factory.mktemp("tiny_policy"))
 
 
 def test_ds_config_carries_zero_stage_and_clipping():
@@ -30,21 +17,21 @@ def test_ds_config_carries_zero_stage_and_clipping():
     assert conf["train_micro_batch_size_per_gpu"] == 4 and "bf16" not in conf
 
 
-def _run(backend, policy_dir, home, device="cpu"):
+def _run(backend, policy_dir, home, score_fn, device="cpu"):
     cfg = GRPOConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=5, max_new_tokens=10, lr=1e-2,
                      backend=backend, device=device, checkpoint_every=1, num_threads=1)
     return train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 20), home, backend),
-                      score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
+                      score_fn=score_fn, telemetry=Telemetry(None, enabled=False))
 
 
-def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, monkeypatch, tmp_path):
+def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, digit_reward, monkeypatch, tmp_path):
     from pathlib import Path
 
     # the CPU accelerator JIT-builds a small comm op once; a stable dir makes later runs reuse it
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "flywheel" / "torch_extensions"))
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")
-    ds = _run("deepspeed", policy_dir, flywheel_home)
-    ref = _run("torch", policy_dir, flywheel_home)
+    ds = _run("deepspeed", policy_dir, flywheel_home, digit_reward)
+    ref = _run("torch", policy_dir, flywheel_home, digit_reward)
     assert ds.finished and ds.history[0]["groups/kept"] > 0
     a, b = ds.model.state_dict(), ref.model.state_dict()
     moved = max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
@@ -55,7 +42,7 @@ def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, 
 
 
 @pytest.mark.gpu
-def test_deepspeed_zero2_step_on_cuda(flywheel_home, policy_dir):
+def test_deepspeed_zero2_step_on_cuda(flywheel_home, policy_dir, digit_reward):
     cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=4, max_new_tokens=10, backend="deepspeed", zero_stage=2,
                      device="cuda")
     res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 10), flywheel_home, "ds_cuda"),

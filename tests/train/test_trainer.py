@@ -12,38 +12,7 @@ from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, train_rlvr
-from flywheel.verifiers.verdict import Verdict, VerifierInfraError
-
-
-def tiny_policy(folder):
-    """A random-init 2-layer Llama with the project's tokenizer, saved as an HF folder."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from flywheel.models.tokenizer import train_tokenizer
-    from flywheel.rollout.chat import render_example
-
-    corpus = [render_example(t.domain, t.prompt, t.solution) for d in ("math", "agent") for t in train_suite(d, 60)]
-    tok = train_tokenizer(corpus, vocab_size=300)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(
-        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
-    ))
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
-def digit_reward(domain: str, task: dict, response: str) -> Verdict:
-    """A rule-based reward a random model earns sometimes: how many digits it wrote (capped)."""
-    n = sum(c.isdigit() for c in response)
-    return Verdict(min(n, 3) / 3, n >= 3, f"{n} digits")
-
-
-@pytest.fixture(scope="module")
-def policy_dir(tmp_path_factory):
-    return tiny_policy(tmp_path_factory.mktemp("tiny_policy"))
+from flywheel.verifiers.verdict import VerifierInfraError
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +28,7 @@ def _state(model):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def test_training_changes_weights_and_records_an_mlflow_run(flywheel_home, policy_dir, tasks):
+def test_training_changes_weights_and_records_an_mlflow_run(flywheel_home, policy_dir, tasks, digit_reward):
     from transformers import AutoModelForCausalLM
 
     before = _state(AutoModelForCausalLM.from_pretrained(policy_dir))
@@ -102,7 +71,7 @@ def test_non_finite_reward_stops_training(flywheel_home, policy_dir, tasks):
     assert [r.info.status for r in runs] == ["FAILED"]
 
 
-def test_off_policy_pipeline_overlaps_and_bounds_staleness(flywheel_home, policy_dir, tasks):
+def test_off_policy_pipeline_overlaps_and_bounds_staleness(flywheel_home, policy_dir, tasks, digit_reward):
     cfg = CFG.replace(steps=3, off_policy_pipeline=True, max_staleness=1)
     res = train_rlvr(cfg, RunInputs(policy_dir, tasks, flywheel_home, "pipe"), score_fn=digit_reward,
                      telemetry=Telemetry(None, enabled=False))
@@ -112,7 +81,7 @@ def test_off_policy_pipeline_overlaps_and_bounds_staleness(flywheel_home, policy
     assert 0 <= res.idle_shares["idle/rollouts_waiting_for_update"] < 1
 
 
-def test_kl_is_logged_when_a_reference_policy_is_kept(flywheel_home, policy_dir, tasks):
+def test_kl_is_logged_when_a_reference_policy_is_kept(flywheel_home, policy_dir, tasks, digit_reward):
     res = train_rlvr(CFG.replace(steps=1, kl_coef=0.1), RunInputs(policy_dir, tasks, flywheel_home, "kl"),
                      score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
     assert res.history[0]["kl"] >= 0.0

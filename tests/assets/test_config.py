@@ -1,0 +1,44 @@
+"""The Dagster configs generated from the library dataclasses show the CLI's defaults and help, and build the same library config."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+
+from assets.evaluation import EvalReportConfig
+from assets.training import PLACEMENT, RlvrConfig
+from flywheel.cli import build_parser
+from flywheel.config_fields import from_args
+from flywheel.evaluation.suites import EvalConfig
+from flywheel.train.config import GRPOConfig
+
+
+def _flags(command: str) -> dict[str, argparse.Action]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.dest: a for a in sub.choices[command]._actions}
+
+
+@pytest.mark.parametrize(("command", "config", "lib", "left_out"), [
+    ("train", RlvrConfig, GRPOConfig, set(PLACEMENT)), ("evaluate", EvalReportConfig, EvalConfig, set())])
+def test_cli_and_dagster_config_show_the_same_defaults_and_help(command, config, lib, left_out):
+    flags, dagster = _flags(command), config.model_fields
+    names = {f.name for f in dataclasses.fields(lib)}
+    assert names <= set(flags)  # every library field is a flag
+    assert names - {s.name for s in config.lib_specs} == left_out  # and a Dagster field, but where it runs
+    for spec in config.lib_specs:
+        flag = flags[spec.name]
+        help_text = flag.help % {}  # argparse help is a %-template
+        assert help_text == spec.help and flag.default == spec.default, spec.name
+        prefix = config.spread_fields.get(spec.name)
+        if prefix is not None:  # one launchpad field per key, e.g. tasks_math
+            assert {k: dagster[prefix + k].default for k in spec.default} == flag.default
+            assert all(dagster[prefix + k].description == f"{help_text}: {k}" for k in spec.default)
+            continue
+        field = dagster[spec.name]
+        assert field.description == help_text, spec.name
+        assert (tuple(field.default) if spec.kind is tuple else field.default) == flag.default, spec.name
+    # and both build the same library config
+    assert config().to_lib() == from_args(lib, build_parser().parse_args([command, "x"] if command == "evaluate"
+                                                                          else [command]))

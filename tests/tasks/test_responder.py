@@ -1,0 +1,20 @@
+"""The responder seam's message codec: text <-> OpenAI-style messages round trip, malformed calls stay malformed."""
+
+from __future__ import annotations
+
+from flywheel.tasks.responder import messages_from_text, text_from_messages
+from flywheel.tasks.suites import train_suite
+from flywheel.tasks.toolcalls import parse_calls
+
+
+def test_text_and_messages_round_trip():
+    t = train_suite("agent", 5)[0]
+    msgs = messages_from_text("agent", t.solution)
+    assert [m["role"] for m in msgs][:2] == ["assistant", "tool"] and msgs[0]["tool_calls"]
+    assert text_from_messages([{"role": "user", "content": t.prompt}, *msgs]) == t.solution
+    broken = '<tool_call>{"name": "add", "arguments": {"item": "x", "qty": 2</tool_call>'
+    bm = messages_from_text("agent", broken)
+    assert bm[0]["tool_calls"][0]["function"]["name"] == "add"
+    calls = parse_calls(text_from_messages(bm))  # the malformed call stays malformed for a verifier
+    assert len(calls) == 1 and calls[0].error is not None
+    assert messages_from_text("math", "Answer: 3") == [{"role": "assistant", "content": "Answer: 3"}]
