@@ -134,7 +134,8 @@ def install_tiny_quick(tiny_model_dir) -> Callable[[Path], Path]:
 @pytest.fixture(scope="session")
 def random_tiny() -> Callable[[Path], Path]:
     """`build(path)`: an untrained tiny Llama (the `tiny-quick` shape, seeded init) and the project's
-    tokenizer, saved as an HF checkpoint in `path` (seconds to build)."""
+    tokenizer, saved as an HF checkpoint in `path` (seconds to build): the policy tests train, evaluate,
+    register and serve when what it answers does not matter (`tiny_model_dir` is the trained one)."""
     from flywheel.models.build import build_model
     from flywheel.models.recipe import QUICK
     from flywheel.models.tokenizer import train_tokenizer
@@ -147,33 +148,6 @@ def random_tiny() -> Callable[[Path], Path]:
         model.save_pretrained(path)
         tok.save_pretrained(path)
         return path
-
-    return build
-
-
-@pytest.fixture(scope="session")
-def tiny_policy() -> Callable[[Path], Path]:
-    """`build(folder)`: a random-init 2-layer Llama (hidden size 32) with the project's tokenizer,
-    saved as an HF folder: the smallest policy the RL loop trains in tests."""
-    import torch  # heavy
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from flywheel.models.tokenizer import train_tokenizer
-    from flywheel.rollout.chat import render_example
-
-    def build(folder: Path) -> Path:
-        corpus = [render_example(t.domain, t.prompt, t.solution)
-                  for d in ("math", "agent") for t in train_suite(d, 60)]
-        tok = train_tokenizer(corpus, vocab_size=300)
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(LlamaConfig(
-            vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True,
-            pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
-        ))
-        model.save_pretrained(folder)
-        tok.save_pretrained(folder)
-        return folder
 
     return build
 

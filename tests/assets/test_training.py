@@ -19,9 +19,9 @@ def test_config_converts_to_the_library_config():
     assert (cfg.lr_schedule, cfg.advantage, cfg.max_refill_rounds) == ("cosine", "dr_grpo", 1)
 
 
-def test_rlvr_policy_materializes(flywheel_home, storage, tiny_policy):
+def test_rlvr_policy_materializes(flywheel_home, storage, random_tiny):
     release = "test-tiny"
-    base = tiny_policy(flywheel_home.models / "base" / release)
+    base = random_tiny(flywheel_home.models / "base" / release)
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("base_model", [release])
     # what base_model and task_pool record upstream: the checkpoint folder, the pool's log partitions

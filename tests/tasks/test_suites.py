@@ -14,7 +14,9 @@ def test_suites_are_deterministic_and_disjoint():
 
 
 def test_code_gold_solutions_pass_their_tests():
-    for t in train_suite("code", 40):
+    tasks = train_suite("code", 40)
+    assert len(tasks) == 40
+    for t in tasks:
         ns: dict = {}
         exec(t.prompt + t.reference["canonical_solution"], ns)
         exec(t.reference["test"], ns)

@@ -21,6 +21,6 @@ def digit_reward() -> Callable[[str, dict, str], Verdict]:
 
 
 @pytest.fixture(scope="module")
-def policy_dir(tiny_policy, tmp_path_factory):
+def policy_dir(random_tiny, tmp_path_factory):
     """A random-init tiny policy, built once per test module (runs read it, never write it)."""
-    return tiny_policy(tmp_path_factory.mktemp("tiny_policy"))
+    return random_tiny(tmp_path_factory.mktemp("tiny_policy"))
