@@ -1,4 +1,5 @@
-"""`rlvr_policy`: GRPO on the mined task pool with the validated verifiers, per base model."""
+"""`rlvr_policy`: GRPO on the mined task pool (with replay from the train suites) and the validated verifiers,
+per base model; the run's per-task attempts go back into difficulty_history."""
 
 
 import base64
@@ -46,7 +47,8 @@ class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but
     check_specs=[dg.AssetCheckSpec("rlvr_run_sound", asset="rlvr_policy", blocking=True,
                                    description="The run finished all steps with finite rewards and saved a policy.")],
     description="GRPO (group-normalized advantages, clipped ratio, dynamic sampling) of the base model on the "
-                "task pool, rewards from the validated verifiers; policy at models/policies/<partition>.",
+                "task pool mixed with train-suite replay, rewards from the validated verifiers; the best dev-split "
+                "checkpoint is the policy at models/policies/<partition>; attempts go back to difficulty_history.",
 )
 def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
                 storage: StorageResource) -> dg.MaterializeResult:
@@ -58,7 +60,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
     log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])
     res = train_policy(cfg, upstream_value(context, "base_model", "path"), release, paths=storage.paths(),
-                       telemetry=storage.telemetry(),
+                       telemetry=storage.telemetry(), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions})
     rewards = [h.get("reward/mean", float("nan")) for h in res.history]
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
@@ -69,7 +71,9 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
             "log_partitions": dg.MetadataValue.json(log_partitions),
             "mlflow_run_id": res.mlflow_run_id or "", "mlflow_run": dg.MetadataValue.text(res.mlflow_run_url or ""),
             "final_reward": dg.MetadataValue.float(float(res.final_reward)),
-            "steps": res.steps_done, "wall_s": round(res.wall_s, 1),
+            "steps": res.steps_done, "wall_s": round(res.wall_s, 1), "stop_reason": res.stop_reason,
+            "lr_horizon": res.horizon, "dev_best": dg.MetadataValue.json(res.dev_best),
+            "sampled": dg.MetadataValue.json(res.sources), "difficulty_rows": res.difficulty_rows,
             "reward_curve": dg.MetadataValue.md(f"![reward curve](data:image/png;base64,{png})"),
             **{k.replace("/", "_"): round(v, 4) for k, v in res.idle_shares.items()},
         },

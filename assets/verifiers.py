@@ -2,7 +2,9 @@
 
 
 import dagster as dg
+from pydantic import Field
 
+from flywheel.train.config import GRPOConfig
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers
 from flywheel.verifiers.registry import VerifierRegistry
 from resources.sandbox import SandboxPoolResource
@@ -14,15 +16,20 @@ OWNERS = ["team:flywheel-verifiers"]
 class VerifiersConfig(dg.Config):
     """What verifier construction validates (`.to_lib()` -> ConstructConfig)."""
 
-    max_tasks: int = 0  # 0: every pool task
+    max_tasks: int = Field(default=0, description="Verifiers to build, split across domains in proportion to "
+                                                  "domain_weights (0: every pool task).")
+    domain_weights: dict[str, float] = Field(
+        default_factory=lambda: dict(GRPOConfig().domain_weights),
+        description="The training run's domain weights (default: rlvr_policy's), so the pool tasks the run "
+                    "samples are the ones with verifiers.")
     concurrency: int = 4
     slow_probes: bool = True  # the timeout probe, once per domain
     code_timeout_s: float = 6.0
     math_timeout_s: float = 5.0
 
     def to_lib(self) -> ConstructConfig:
-        return ConstructConfig(max_tasks=self.max_tasks or None, concurrency=self.concurrency,
-                               slow_probes=self.slow_probes)
+        return ConstructConfig(max_tasks=self.max_tasks or None, domain_weights=dict(self.domain_weights),
+                               concurrency=self.concurrency, slow_probes=self.slow_probes)
 
 
 class ValidShareConfig(dg.Config):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -343,13 +344,16 @@ def _solution(domain: str, prompt: str, ref: dict[str, Any]) -> str:
 
 
 def load_task_pool(con: duckdb.DuckDBPyConnection, domains: list[str] | tuple[str, ...] | None = None,
-                   limit: int | None = None, require_reference: bool = True) -> list[Task]:
+                   limit: int | None = None, require_reference: bool = True,
+                   per_domain: Mapping[str, int] | None = None) -> list[Task]:
     """The pool as `Task`s in rank order (the curriculum verifiers and the trainer consume).
 
     `solution` is the reference solution as text where the reference has one (math
     `Answer: N`, code the canonical body, agent the replayed gold calls). `meta` carries
     `pass_rate`, `difficulty`, `attempts`, `passes`, `reason`, `rank`, `failed_response`.
     With `require_reference`, tasks whose reference cannot drive a verifier are skipped.
+    `per_domain` keeps each domain's first N by rank (a domain it does not name: none);
+    `limit` then caps the whole list.
     """
     where, params = ["1=1"], {}
     if domains is not None:
@@ -358,13 +362,18 @@ def load_task_pool(con: duckdb.DuckDBPyConnection, domains: list[str] | tuple[st
     if require_reference:
         where.append(HAS_REFERENCE_SQL.format(d="domain", r="reference"))
     sql = f"SELECT * FROM task_pool WHERE {' AND '.join(where)} ORDER BY rank"
-    if limit is not None:
+    if limit is not None and per_domain is None:
         sql += f" LIMIT {int(limit)}"
     cur = con.execute(sql, params)
     names = [d[0] for d in cur.description]
-    out = []
+    out: list[Task] = []
+    taken: dict[str, int] = {}
     for row in cur.fetchall():
         r = dict(zip(names, row, strict=True))
+        if per_domain is not None:
+            if taken.get(r["domain"], 0) >= int(per_domain.get(r["domain"], 0)):
+                continue
+            taken[r["domain"]] = taken.get(r["domain"], 0) + 1
         try:
             ref = json.loads(r["reference"]) if r["reference"] else {}
         except json.JSONDecodeError:
@@ -372,4 +381,4 @@ def load_task_pool(con: duckdb.DuckDBPyConnection, domains: list[str] | tuple[st
         ref = ref if isinstance(ref, dict) else {}
         meta = {k: r[k] for k in ("pass_rate", "difficulty", "attempts", "passes", "reason", "rank", "failed_response")}
         out.append(Task(r["task_id"], r["domain"], r["prompt"], ref, _solution(r["domain"], r["prompt"], ref), meta))
-    return out
+    return out if limit is None else out[: int(limit)]

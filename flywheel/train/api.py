@@ -1,50 +1,24 @@
-"""The entry points the asset, the CLI and `flywheel turn` call: tasks from the warehouse, then train.
+"""The entry points the asset, the CLI and `flywheel turn` call: tasks from the warehouse, train, write back.
 
-    tasks, prior, source = load_training_tasks(paths.warehouse, domains=("math", "code", "agent"))
-    result = train_policy(GRPOConfig(), base_model_dir, "tiny-v1", paths=paths, tasks=tasks, pass_rates=prior)
+    data = build_task_set(paths.warehouse, GRPOConfig())   # mined pool + replay + dev split
+    result = train_policy(GRPOConfig(), base_model_dir, "tiny-v1", paths=paths)   # builds it itself
+    result.difficulty_rows   # the run's per-task attempts/passes, upserted into difficulty_history
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from flywheel.mining.pool import load_task_pool
 from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
-from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
+from flywheel.train.difficulty import record_difficulty, training_model_name
+from flywheel.train.taskset import build_task_set
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, TrainResult, train_rlvr
-
-
-def load_training_tasks(
-    warehouse: Path | None, domains: Sequence[str] = ("math", "code", "agent"), fallback_per_domain: int = 400
-) -> tuple[list[Task], dict[str, float], str]:
-    """(tasks, prior pass rates, source): the mined `task_pool` restricted to tasks whose verifier
-    is valid, with the pool's difficulty as the scheduler's prior; the embedded train suites when
-    there is no pool yet (a fresh machine)."""
-    if warehouse is not None and Path(warehouse).exists():
-        con = duckdb.connect(str(warehouse), read_only=True)
-        try:
-            tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            if "task_pool" in tables:
-                tasks = load_task_pool(con, domains=list(domains))
-                if "verifiers" in tables:
-                    valid = {r[0] for r in con.execute("SELECT task_id FROM verifiers WHERE valid").fetchall()}
-                    tasks = [t for t in tasks if t.task_id in valid]
-                if tasks:
-                    prior = {
-                        t.task_id: 1.0 - float(t.meta["difficulty"])
-                        for t in tasks if t.meta.get("difficulty") is not None
-                    }
-                    return tasks, prior, "task_pool"
-        finally:
-            con.close()
-    return [t for d in domains for t in train_suite(d, fallback_per_domain)], {}, "train_suites"
 
 
 def policy_dir(paths: FlywheelPaths, release: str) -> Path:
@@ -63,13 +37,27 @@ def train_policy(
     telemetry: Telemetry | None = None,
     resume: bool = False,
     data_partitions: Mapping[str, Any] | None = None,
+    log_date: dt.date | str | None = None,
 ) -> TrainResult:
-    """Train the policy of base model `release` and save it to `policy_dir(paths, release)`."""
-    source = "given"
+    """Train the policy of base model `release`, save it to `policy_dir(paths, release)`, and upsert each
+    task's attempts and passes into `difficulty_history` (model `training_model_name(release)`, day
+    `log_date`: the newest log partition the pool came from; default today, UTC).
+
+    `tasks` None: the mined pool mixed with replay, and its dev split (`build_task_set`)."""
+    source, dev = "given", None
     if tasks is None:
-        tasks, prior, source = load_training_tasks(paths.warehouse, tuple(config.domain_weights))
-        pass_rates = {**prior, **(pass_rates or {})}
-    parts = {"base_model": release, "task_source": source, **(data_partitions or {})}
+        data = build_task_set(paths.warehouse, config)
+        tasks, dev, source = data.tasks, data.dev, data.source
+        pass_rates = {**data.pass_rates, **(pass_rates or {})}
+        source_counts = {f"tasks_{k}": v for k, v in data.counts().items()}
+    else:
+        source_counts = {}
+    parts = {"base_model": release, "task_source": source, **source_counts, **(data_partitions or {})}
     inputs = RunInputs(base_model, tasks, paths, name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
-                       pass_rates=pass_rates, data_partitions=parts)
-    return train_rlvr(config, inputs, telemetry=telemetry, resume=resume)
+                       pass_rates=pass_rates, data_partitions=parts, dev_tasks=dev)
+    result = train_rlvr(config, inputs, telemetry=telemetry, resume=resume)
+    if result.finished:
+        day = log_date or dt.datetime.now(dt.timezone.utc).date()
+        result.difficulty_rows = record_difficulty(paths.warehouse, result.task_counts,
+                                                   training_model_name(release), day)
+    return result

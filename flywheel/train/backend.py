@@ -15,6 +15,7 @@ import torch
 
 from flywheel.train.config import GRPOConfig
 from flywheel.train.deepspeed_backend import DeepSpeedBackend
+from flywheel.train.horizon import LRSchedule
 from flywheel.train.torch_backend import TorchBackend
 
 
@@ -22,6 +23,7 @@ class UpdateBackend(Protocol):
     """What the trainer needs from a backend."""
 
     device: torch.device
+    schedule: LRSchedule  # the LR multiplier; the trainer moves its `horizon` under a time budget
 
     @property
     def module(self) -> torch.nn.Module: ...

@@ -33,7 +33,8 @@ class GRPOConfig:
     # run
     seed: int = option(0, "Seed for task sampling, generation and init; same seed + same data = same weights.")
     steps: int = option(120, "Number of policy updates (the learning proof runs 360).")
-    time_budget_s: float = option(0.0, "Stop (and save the policy) once the run has taken this long (0 = no cap).")
+    time_budget_s: float = option(0.0, "Stop (and save the policy) once the run has taken this long (0 = no cap); "
+                                       "the LR horizon shrinks to the steps the budget reaches.")
     budget_clock: str = option("wall", "What time_budget_s counts: wall (elapsed) | cpu (this process's CPU time, "
                                        "what the run would take on dedicated cores of a shared machine).",
                                choices=("wall", "cpu"))
@@ -64,6 +65,22 @@ class GRPOConfig:
     top_p: float = option(1.0, "Nucleus sampling (1.0 = off; < 1 biases log-probs, keep 1.0 for RL).")
     max_new_tokens: int = option(80, "Longest response in tokens (the tiny model's math scratchpad needs up to ~60).")
     max_tool_steps: int = option(6, "Most tool calls in one agent rollout.")
+    # data: what the run samples from
+    replay_tasks_per_domain: int = option(
+        256, "Tasks per weighted domain from its train suite (never held-out) mixed with the mined pool, so a "
+             "turn does not memorise a small mined slice (0 = pool only).")
+    replay_share: float = option(0.5, "Share of a domain's draws taken from replay while the domain has both "
+                                      "pool and replay tasks under the cap (the rest from the pool).")
+    max_samples_per_task: int = option(64, "Most responses sampled for one task in one run; the scheduler stops "
+                                           "drawing a task whose next group would pass it (0 = no cap).")
+    # dev split: early stopping and the best checkpoint
+    dev_every: int = option(20, "Score the dev split every N steps (and at step 0 and the end); the best-scoring "
+                                "checkpoint is the run's policy (0 = off: the last step's policy).")
+    dev_tasks_per_domain: int = option(32, "Dev tasks per weighted domain: train-suite tasks drawn with their own "
+                                           "seed, disjoint from every task the run trains on.")
+    dev_temperature: float = option(0.0, "Dev decoding temperature (0 = greedy).")
+    dev_samples: int = option(1, "Responses per dev task (1 with greedy decoding).")
+    patience: int = option(3, "Stop after this many dev scores in a row without a new best (0 = never stop early).")
     # scheduler
     domain_weights: dict[str, float] = option(
         {"math": 0.9, "code": 0.05, "agent": 0.05},
@@ -86,7 +103,8 @@ class GRPOConfig:
     zero_stage: int = option(0, "DeepSpeed ZeRO stage (0-3) for the deepspeed backend.", choices=(0, 1, 2, 3))
     device: str = option("auto", "auto | cpu | cuda (or cuda:N).")
     checkpoint_every: int = option(10, "Checkpoint every N steps (0 = only at the end).")
-    num_threads: int = option(0, "torch intra-op threads (0 = leave torch's default).")
+    num_threads: int = option(0, "torch intra-op threads for the run (0 = 1 on CPU, where more threads spin-wait "
+                                 "on a shared machine; torch's default on a GPU).")
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -104,6 +122,16 @@ class GRPOConfig:
             raise ValueError("temperature must be > 0 for RL sampling")
         if self.time_budget_s < 0:
             raise ValueError("time_budget_s must be >= 0 (0 = no cap)")
+        if not 0.0 <= self.replay_share <= 1.0:
+            raise ValueError("replay_share must be in [0, 1]")
+        if min(self.replay_tasks_per_domain, self.max_samples_per_task, self.dev_every, self.dev_tasks_per_domain,
+               self.patience) < 0:
+            raise ValueError("replay_tasks_per_domain, max_samples_per_task, dev_every, dev_tasks_per_domain and "
+                             "patience must be >= 0")
+        if 0 < self.max_samples_per_task < self.group_size:
+            raise ValueError("max_samples_per_task must be >= group_size (or 0): a task is sampled a group at a time")
+        if self.dev_samples < 1 or self.dev_temperature < 0:
+            raise ValueError("dev_samples must be >= 1 and dev_temperature >= 0")
 
     def replace(self, **changes: Any) -> GRPOConfig:
         return dataclasses.replace(self, **changes)

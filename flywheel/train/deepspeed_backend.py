@@ -83,7 +83,8 @@ class DeepSpeedBackend:
         model = model.to(self.device)
         model.train()
         optimizer = make_optimizer(model, cfg)
-        lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
+        self.schedule = lr_lambda(cfg)
+        lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, self.schedule)
         self.config = ds_config(cfg, str(self.device))
         self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(
             model=model, optimizer=optimizer, lr_scheduler=lr_sched, config=self.config

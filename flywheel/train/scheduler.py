@@ -7,6 +7,11 @@
   never-solved tasks, floored so they are still revisited now and then.
 - Dynamic sampling (DAPO): a group whose rewards are all equal has zero advantage; it is
   dropped before the update and the batch is refilled by oversampling new tasks.
+- Sources: a task's `meta["source"]` says where it came from (`pool`: mined from the logs;
+  `replay`: the domain's train suite). Where a domain has both, a draw takes replay with
+  probability `replay_share`, so a small mined slice is never all a run trains on.
+- Cap: a task is drawn only while its next group keeps it within `max_samples` responses in
+  this run (memorising a few tasks is what a small pool and many steps otherwise do).
 
 Running pass rates are an EMA per task; they seed from the warehouse's difficulty
 history (`pass_rates=`) and go back into checkpoints (`state_dict`), so a resumed run
@@ -59,6 +64,11 @@ class BatchStats:
         return self.dropped_groups / self.generated_groups if self.generated_groups else 0.0
 
 
+def source_of(task: Task) -> str:
+    """Where a task came from: `pool` (mined), `replay` (a train suite), `given` (handed in untagged)."""
+    return str((task.meta or {}).get("source", "given"))
+
+
 class TaskScheduler:
     """Samples tasks by domain weight and difficulty; tracks running pass rates."""
 
@@ -74,6 +84,9 @@ class TaskScheduler:
         prior: float = 0.5,
         momentum: float = 0.5,
         adaptive_prior: bool = False,
+        max_samples: int = 0,
+        group_size: int = 1,
+        replay_share: float = 0.5,
     ) -> None:
         self.by_domain: dict[str, list[Task]] = {}
         for t in tasks:
@@ -89,11 +102,14 @@ class TaskScheduler:
         self.seed = seed
         self.target, self.sharpness, self.min_weight = target, sharpness, min_weight
         self.prior, self.momentum, self.adaptive_prior = prior, momentum, adaptive_prior
+        self.max_samples, self.group_size, self.replay_share = max_samples, max(1, group_size), replay_share
         self.domain_of = {t.task_id: t.domain for t in tasks}
+        self.source_of = {t.task_id: source_of(t) for t in tasks}
         self._domain_sum: dict[str, float] = {}
         self._domain_n: dict[str, int] = {}
         self.pass_rates: dict[str, float] = dict(pass_rates or {})
         self.attempts: dict[str, int] = {}
+        self.passes: dict[str, int] = {}
 
     # --- difficulty ---------------------------------------------------------------
     def pass_rate(self, task_id: str) -> float:
@@ -125,6 +141,26 @@ class TaskScheduler:
             rate = self.momentum * self.pass_rates[task_id] + (1 - self.momentum) * rate
         self.pass_rates[task_id] = rate
         self.attempts[task_id] = self.attempts.get(task_id, 0) + len(passes)
+        self.passes[task_id] = self.passes.get(task_id, 0) + sum(1 for p in passes if p)
+
+    def capped(self, task_id: str, planned: int = 0) -> bool:
+        """Whether one more group (after `planned` groups already picked) would pass `max_samples`."""
+        if not self.max_samples:
+            return False
+        return self.attempts.get(task_id, 0) + (planned + 1) * self.group_size > self.max_samples
+
+    def exhausted(self) -> bool:
+        """Every task of every weighted domain is at its cap: nothing is left to train on."""
+        return all(self.capped(t.task_id) for d in self.domain_weights for t in self.by_domain[d])
+
+    def source_counts(self) -> dict[str, int]:
+        """`tasks/<source>` (distinct tasks sampled) and `samples/<source>` (responses) so far."""
+        out: dict[str, int] = {}
+        for task_id, n in self.attempts.items():
+            src = self.source_of.get(task_id, "given")
+            out[f"tasks/{src}"] = out.get(f"tasks/{src}", 0) + 1
+            out[f"samples/{src}"] = out.get(f"samples/{src}", 0) + n
+        return out
 
     # --- sampling -----------------------------------------------------------------
     def _rng(self, step: int, round_idx: int) -> random.Random:
@@ -134,18 +170,27 @@ class TaskScheduler:
     def sample(self, n: int, step: int, round_idx: int = 0, exclude: set[str] | None = None) -> list[Task]:
         """`n` tasks for one step, distinct within the call, deterministic in (seed, step, round)."""
         rng = self._rng(step, round_idx)
-        exclude = exclude or set()
-        # fractional domain shares: draw each slot's domain by weight (a 5% domain appears in ~5% of slots)
-        names = list(self.domain_weights)
+        chosen: set[str] = set(exclude or ())
+        eligible = {d: [t for t in self.by_domain[d] if t.task_id not in chosen and not self.capped(t.task_id)]
+                    for d in self.domain_weights}
+        # fractional domain shares: draw each slot's domain by weight (a 5% domain appears in ~5% of slots);
+        # a domain whose tasks are all capped gives its slots to the others
+        names = [d for d in self.domain_weights if eligible[d]]
+        if not names:
+            return []
         weights = [self.domain_weights[d] for d in names]
         slots = rng.choices(names, weights=weights, k=n)
         out: list[Task] = []
-        chosen: set[str] = set(exclude)
         for d in names:
             k = slots.count(d)
-            pool = [t for t in self.by_domain[d] if t.task_id not in chosen]
-            out.extend(self._weighted_without_replacement(pool, k, rng))
-            chosen.update(t.task_id for t in out)
+            replay = [t for t in eligible[d] if self.source_of[t.task_id] == "replay"]
+            rest = [t for t in eligible[d] if self.source_of[t.task_id] != "replay"]
+            if k and replay and rest:  # both sources left: each draw takes replay with probability replay_share
+                k_replay = sum(rng.random() < self.replay_share for _ in range(k))
+                out.extend(self._weighted_without_replacement(replay, k_replay, rng))
+                out.extend(self._weighted_without_replacement(rest, k - k_replay, rng))
+            else:
+                out.extend(self._weighted_without_replacement(eligible[d], k, rng))
         rng.shuffle(out)
         return out
 
@@ -156,8 +201,14 @@ class TaskScheduler:
         keyed = [(rng.random() ** (1.0 / self.task_weight(t.task_id)), t) for t in pool]
         keyed.sort(key=lambda kt: -kt[0])
         picked = [t for _, t in keyed[:k]]
-        while len(picked) < k:  # pool smaller than k: repeat tasks rather than shrink the batch
-            picked.append(rng.choice(pool))
+        uses = {t.task_id: 1 for t in picked}
+        while len(picked) < k:  # pool smaller than k: repeat tasks (within their cap) rather than shrink the batch
+            room = [t for t in pool if not self.capped(t.task_id, uses[t.task_id])]
+            if not room:
+                break
+            t = rng.choice(room)
+            picked.append(t)
+            uses[t.task_id] += 1
         return picked
 
     # --- dynamic sampling ----------------------------------------------------------
@@ -206,11 +257,13 @@ class TaskScheduler:
 
     # --- persistence ---------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"pass_rates": dict(self.pass_rates), "attempts": dict(self.attempts), "seed": self.seed,
+        return {"pass_rates": dict(self.pass_rates), "attempts": dict(self.attempts), "passes": dict(self.passes),
+                "seed": self.seed,
                 "domain_sum": dict(self._domain_sum), "domain_n": dict(self._domain_n)}
 
     def load_state_dict(self, state: Mapping) -> None:
         self.pass_rates = dict(state.get("pass_rates", {}))
         self.attempts = dict(state.get("attempts", {}))
+        self.passes = dict(state.get("passes", {}))
         self._domain_sum = dict(state.get("domain_sum", {}))
         self._domain_n = dict(state.get("domain_n", {}))

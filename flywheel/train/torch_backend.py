@@ -6,27 +6,19 @@ here are shared with the DeepSpeed backend, so both apply identical math.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from flywheel.train.config import GRPOConfig
+from flywheel.train.horizon import LRSchedule
 
 
-def lr_lambda(cfg: GRPOConfig):
-    """Linear warmup, then constant or cosine decay to 10% over `cfg.steps` updates."""
-
-    def f(step: int) -> float:
-        if cfg.warmup_steps and step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        if cfg.lr_schedule == "cosine" and cfg.steps > cfg.warmup_steps:
-            frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
-        return 1.0
-
-    return f
+def lr_lambda(cfg: GRPOConfig) -> LRSchedule:
+    """Linear warmup, then constant or cosine decay to 10% over `cfg.steps` updates (the horizon a time
+    budget may shorten: `flywheel.train.horizon`)."""
+    return LRSchedule(cfg.warmup_steps, cfg.lr_schedule == "cosine", cfg.steps)
 
 
 def make_optimizer(model: torch.nn.Module, cfg: GRPOConfig) -> torch.optim.Optimizer:
@@ -53,7 +45,8 @@ class TorchBackend:
         self.model.train()
         self.cfg = cfg
         self.optimizer = make_optimizer(self.model, cfg)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
+        self.schedule = lr_lambda(cfg)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
 
     @property
     def module(self) -> torch.nn.Module:

@@ -5,16 +5,19 @@
 One readable loop (nanochat-style): `_start` builds the run's parts, `_loop` runs the steps,
 `_finish` saves the policy and closes the MLflow run. The pieces it wires together live next
 to it: `step` (one step's batch, update and metrics), `grpo` (advantages, loss), `backend`
-(the update: torch or DeepSpeed), `scheduler` (which tasks, dynamic sampling), `pipeline`
-(synchronous or one-step-off-policy generation), `checkpoint` (resume), `telemetry`
-(MLflow), `manifest` (reproducibility).
+(the update: torch or DeepSpeed), `scheduler` (which tasks, dynamic sampling, the per-task cap),
+`pipeline` (synchronous or one-step-off-policy generation), `horizon` (the LR horizon a time
+budget reaches), `dev` (dev split, best checkpoint, early stopping), `checkpoint` (resume),
+`telemetry` (MLflow), `manifest` (reproducibility).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,8 @@ from flywheel.tasks.base import Task
 from flywheel.train.backend import UpdateBackend, make_backend
 from flywheel.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from flywheel.train.config import GRPOConfig
+from flywheel.train.dev import DevTracker, dev_split
+from flywheel.train.horizon import BudgetClock, HorizonPlanner
 from flywheel.train.manifest import build_manifest
 from flywheel.train.pipeline import RolloutPipeline
 from flywheel.train.rollouts import PolicyGenerator, ScoreFn, default_score_fn
@@ -45,6 +50,7 @@ class RunInputs:
     `pass_rates` seeds the scheduler's difficulty (the warehouse's history); `data_partitions`
     goes into the reproducibility manifest; the policy is saved to `output_dir`
     (default `paths.models / "policies" / name`), checkpoints under `paths.checkpoints / name`.
+    `dev_tasks` is the dev split (None: `dev_split` of the weighted domains minus `tasks`).
     """
 
     base_model: str | Path | tuple[Any, Any]
@@ -54,6 +60,7 @@ class RunInputs:
     output_dir: Path | None = None
     pass_rates: Mapping[str, float] | None = None
     data_partitions: Mapping[str, Any] | None = None
+    dev_tasks: Sequence[Task] | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -81,6 +88,12 @@ class TrainResult:
     manifest: dict[str, Any] = field(default_factory=dict)
     finished: bool = True
     model: Any = None
+    stop_reason: str = "steps"  # steps | horizon | budget | early_stop | exhausted | stop_after
+    horizon: int = 0
+    dev_best: dict[str, Any] = field(default_factory=dict)  # {"step", "score", "scores"} when dev is on
+    task_counts: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # task -> (domain, attempts, passes)
+    sources: dict[str, int] = field(default_factory=dict)  # tasks/<source>, samples/<source> sampled
+    difficulty_rows: int = 0  # rows written back to difficulty_history (train_policy does)
 
     @property
     def final_reward(self) -> float:
@@ -100,6 +113,11 @@ class TrainResult:
             "wall_s": self.wall_s,
             "cpu_s": self.cpu_s,
             "finished": self.finished,
+            "stop_reason": self.stop_reason,
+            "horizon": self.horizon,
+            "dev_best": self.dev_best,
+            "sources": self.sources,
+            "difficulty_rows": self.difficulty_rows,
             "reward_curve": [h.get("reward/mean") for h in self.history],
         }
 
@@ -131,12 +149,14 @@ class _Run:
     start_step: int
     t_start: float
     cpu_start: float
+    clock: BudgetClock  # what `time_budget_s` counts: wall, or this process's CPU time
+    planner: HorizonPlanner
+    dev: DevTracker
+    threads_before: int
 
-    def spent_s(self) -> float:
-        """Time against `time_budget_s`: wall clock, or this process's CPU time (`budget_clock="cpu"`)."""
-        if self.cfg.budget_clock == "cpu":
-            return time.process_time() - self.cpu_start
-        return time.perf_counter() - self.t_start
+    @property
+    def best_dir(self) -> Path:
+        return self.inputs.run_dir / "best"
 
 
 def train_rlvr(
@@ -160,25 +180,29 @@ def train_rlvr(
     """
     run = _start(config, inputs, score_fn or default_score_fn(), telemetry, resume)
     end = config.steps if stop_after is None else min(config.steps, run.start_step + stop_after)
-    status = "FAILED"
+    status, reason = "FAILED", "failed"
     try:
-        end, budget_hit = _loop(run, end, on_step)
-        status = "FINISHED" if end == config.steps or budget_hit else "KILLED"
+        end, reason = _loop(run, end, on_step)
+        status = "KILLED" if reason == "stop_after" else "FINISHED"
     finally:
         run.pipeline.close()
         if status == "FAILED":
             run.tele.finish("FAILED")
-    return _finish(run, end, status)
+            torch.set_num_threads(run.threads_before)
+    return _finish(run, end, status, reason)
 
 
 def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Telemetry | None,
            resume: bool) -> _Run:
     """Load the policy, build backend, scheduler, generator and pipeline; restore a checkpoint; open MLflow."""
-    t_start, cpu_start = time.perf_counter(), time.process_time()
+    t_start, cpu_start, clock = time.perf_counter(), time.process_time(), BudgetClock(cfg.budget_clock)
     paths = inputs.paths.ensure()
-    if cfg.num_threads:
-        torch.set_num_threads(cfg.num_threads)
     device = resolve_device(GpuSpec(count=1), cfg.device)
+    threads_before = torch.get_num_threads()
+    # 0 = auto: one thread on CPU (more spin-wait on a shared machine and make load decide the steps)
+    threads = cfg.num_threads or (1 if device == "cpu" else 0)
+    if threads:
+        torch.set_num_threads(threads)
     torch.manual_seed(cfg.seed)
     model, tokenizer = load_policy(inputs.base_model, device)
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef > 0 else None
@@ -186,7 +210,8 @@ def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Tel
     scheduler = TaskScheduler(
         inputs.tasks, cfg.domain_weights, seed=cfg.seed, pass_rates=inputs.pass_rates, target=cfg.target_pass_rate,
         sharpness=cfg.difficulty_sharpness, min_weight=cfg.min_task_weight, prior=cfg.pass_rate_prior,
-        momentum=cfg.pass_rate_momentum, adaptive_prior=cfg.adaptive_prior,
+        momentum=cfg.pass_rate_momentum, adaptive_prior=cfg.adaptive_prior, max_samples=cfg.max_samples_per_task,
+        group_size=cfg.group_size, replay_share=cfg.replay_share,
     )
     generator = PolicyGenerator(backend.module, tokenizer, device, shared=not cfg.off_policy_pipeline)
     pipeline = RolloutPipeline(
@@ -194,19 +219,31 @@ def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Tel
         lambda version: generator.sync(backend.module, version),
         off_policy=cfg.off_policy_pipeline, max_staleness=cfg.max_staleness,
     )
+    planner = HorizonPlanner(cfg.steps, cfg.time_budget_s, cfg.warmup_steps, cfg.dev_every)
+    weighted = [d for d, w in cfg.domain_weights.items() if w > 0]
+    dev_tasks = inputs.dev_tasks if inputs.dev_tasks is not None else (
+        dev_split(weighted, cfg.dev_tasks_per_domain, {t.task_id for t in inputs.tasks}) if cfg.dev_every else [])
+    # dev scores the trainer's own weights in this thread (the pipelined generator may be busy)
+    dev = DevTracker(cfg, dev_tasks, PolicyGenerator(backend.module, tokenizer, device, shared=True), score_fn)
 
     start_step, history, mlflow_run_id = 0, [], None
     ckpt = latest_checkpoint(inputs.run_dir) if resume else None
-    if ckpt is not None:
+    if ckpt is None:
+        shutil.rmtree(inputs.run_dir / "best", ignore_errors=True)  # an earlier run's best is not this run's
+    else:
         state = load_checkpoint(ckpt, backend)
         start_step, history, mlflow_run_id = state["step"], state["history"], state.get("mlflow_run_id")
         scheduler.load_state_dict(state["scheduler"])
+        planner.load_state_dict(state.get("horizon", {}))
+        dev.load_state_dict(state.get("dev", {}))
         if state.get("pending") is not None:
             pipeline.preload(*state["pending"])
 
     base_name = "in-memory" if isinstance(inputs.base_model, tuple) else str(inputs.base_model)
+    by_source = {f"n_tasks.{src}": n for src, n in sorted(Counter(scheduler.source_of.values()).items())}
     manifest = build_manifest({"train": cfg.seed}, inputs.data_partitions, device,
-                              extra={"backend": cfg.backend, "n_tasks": len(inputs.tasks), "base_model": base_name})
+                              extra={"backend": cfg.backend, "n_tasks": len(inputs.tasks), "base_model": base_name,
+                                     **by_source, "n_dev_tasks": len(dev_tasks), "torch_threads": torch.get_num_threads()})
     tele = telemetry or Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
     params = {**cfg.to_params(), **{f"manifest.{k}": v for k, v in manifest.items()}}
     if cfg.backend == "deepspeed":
@@ -216,41 +253,83 @@ def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Tel
         tele.log_dict(manifest, "manifest.json")
     pipeline.reset_clock()
     return _Run(cfg, inputs, tokenizer, backend, ref_model, scheduler, generator, pipeline, tele, manifest,
-                history, start_step, t_start, cpu_start)
+                history, start_step, t_start, cpu_start, clock, planner, dev, threads_before)
 
 
-def _loop(run: _Run, end: int, on_step: Callable[[int, dict[str, float]], None] | None) -> tuple[int, bool]:
-    """Steps `run.start_step .. end - 1`; returns (steps done, whether the time budget ended the run)."""
-    cfg = run.cfg
+def _loop(run: _Run, end: int, on_step: Callable[[int, dict[str, float]], None] | None) -> tuple[int, str]:
+    """Steps `run.start_step ..` until `end` or an earlier stop; returns (steps done, why it stopped):
+    steps | horizon (the budget's horizon) | budget | early_stop (dev patience) | exhausted (every task
+    capped) | stop_after (`end` below `cfg.steps`: a planned interruption)."""
+    cfg, step = run.cfg, run.start_step
     bar = progress_bar(end, "RLVR steps", initial=run.start_step)
     try:
-        for step in range(run.start_step, end):
-            metrics = _step(run, step)
+        while step < min(end, run.planner.horizon):
+            last = min(cfg.steps, run.planner.horizon) - 1  # the run's last step (a stop_after run goes on later)
+            t0 = run.clock.now()
+            metrics = _step(run, step, last)
+            done = step + 1
+            run.planner.record_step(run.clock.now() - t0)
+            horizon = run.planner.maybe_update(done, run.clock.spent())
+            if horizon is not None:  # the cosine decays over the steps the budget reaches (from the next update)
+                run.backend.schedule.horizon = horizon
+            metrics["lr/horizon"] = float(run.planner.horizon)
+            metrics.update({k: float(v) for k, v in run.scheduler.source_counts().items()})
+            if run.dev.due(done, min(cfg.steps, run.planner.horizon)):
+                metrics.update(_dev_score(run, done))
             run.history.append(metrics)
             run.tele.log_metrics(step, {k: v for k, v in metrics.items() if k != "step"})
             bar.update(1)
             bar.set_postfix(reward=f"{metrics.get('reward/mean', float('nan')):.3f}", refresh=False)
             if on_step:
                 on_step(step, metrics)
-            done = step + 1
-            if (cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == end:
+            step = done
+            stop = _stop_reason(run, done, end)
+            if (cfg.checkpoint_every and done % cfg.checkpoint_every == 0) or done == end or stop:
                 pending = run.pipeline.pending()  # first: the prefetch also updates the scheduler's pass rates
                 save_checkpoint(run.inputs.run_dir, done, run.backend, {
                     "history": run.history, "scheduler": run.scheduler.state_dict(), "mlflow_run_id": run.tele.run_id,
-                    "config": cfg.to_dict(), "pending": pending,
+                    "config": cfg.to_dict(), "pending": pending, "horizon": run.planner.state_dict(),
+                    "dev": run.dev.state_dict(),
                 })
-            if cfg.time_budget_s and run.spent_s() > cfg.time_budget_s and done < end:
-                return done, True
+            if stop:
+                return done, stop
     finally:
         bar.close()
-    return end, False
+    if step >= cfg.steps:
+        return step, "steps"
+    return step, "horizon" if step >= run.planner.horizon else "stop_after"
 
 
-def _step(run: _Run, step: int) -> dict[str, float]:
+def _stop_reason(run: _Run, done: int, end: int) -> str | None:
+    """Why the run stops after `done` steps, before `end` and the horizon; None to go on."""
+    if done >= min(end, run.planner.horizon):
+        return None
+    if run.dev.should_stop():
+        return "early_stop"
+    if run.scheduler.exhausted():  # every task at its cap: nothing left to train on
+        return "exhausted"
+    if run.cfg.time_budget_s and run.clock.spent() > run.cfg.time_budget_s:
+        return "budget"
+    return None
+
+
+def _dev_score(run: _Run, done: int) -> dict[str, float]:
+    """Score the dev split now; save these weights as the best when they are (`<run_dir>/best`)."""
+    t0, c0 = time.perf_counter(), run.clock.now()
+    out = run.dev.evaluate()
+    if run.dev.observe(done, out["dev/score"]):
+        save_policy(run.backend.module, run.tokenizer, run.best_dir, {"step": done, "dev_score": out["dev/score"]})
+    run.planner.record_eval(run.clock.now() - c0)
+    out["dev/best"] = float(run.dev.best_score if run.dev.best_score is not None else out["dev/score"])
+    out["time/dev_s"] = time.perf_counter() - t0
+    return out
+
+
+def _step(run: _Run, step: int, last_step: int) -> dict[str, float]:
     """One update: the step's batch from the pipeline, the GRPO update, and what both cost."""
     t0 = time.perf_counter()
     version = step  # updates applied so far
-    batch, made_with = run.pipeline.get(step, version, run.cfg.steps - 1)
+    batch, made_with = run.pipeline.get(step, version, last_step)
     t1 = time.perf_counter()
     upd = update_policy(run.cfg, run.backend, batch, run.ref_model, run.generator.engine.pad_id)
     t2 = time.perf_counter()
@@ -264,27 +343,42 @@ def _step(run: _Run, step: int) -> dict[str, float]:
     return metrics
 
 
-def _finish(run: _Run, end: int, status: str) -> TrainResult:
-    """Reward curve, the policy (when the run finished), final idle shares; close the MLflow run."""
-    finished = status == "FINISHED"  # all steps, or the time budget spent; KILLED is a planned stop
+def _finish(run: _Run, end: int, status: str, reason: str) -> TrainResult:
+    """Reward curve, the policy (the best dev checkpoint when dev is on), idle shares; close the MLflow run."""
+    finished = status == "FINISHED"  # all steps, or stopped early on purpose; KILLED is a planned interruption
     policy_dir, curve = None, None
     if run.history:
         curve = plot_reward_curve(run.history, run.inputs.run_dir / "reward_curve.png",
                                   title=f"RLVR reward: {run.inputs.name}")
         run.tele.log_artifact(curve)
+    best = run.dev.best_step
     if finished:
+        if best is not None and best != end and (run.best_dir / "config.json").exists():
+            best_model, _ = load_policy(run.best_dir, "cpu")
+            run.backend.module.load_state_dict(best_model.state_dict())
         policy_dir = run.inputs.policy_dir
         save_policy(run.backend.module, run.tokenizer, policy_dir,
-                    {"config": run.cfg.to_dict(), "manifest": run.manifest, "mlflow_run_id": run.tele.run_id})
+                    {"config": run.cfg.to_dict(), "manifest": run.manifest, "mlflow_run_id": run.tele.run_id,
+                     "steps_done": end, "stop_reason": reason, "dev_best_step": best, "horizon": run.planner.horizon})
         run.tele.log_dict(dict(run.scheduler.pass_rates), "pass_rates.json")
     idle = run.pipeline.clock.shares()
-    run.tele.log_metrics(end, {f"final/{k}": v for k, v in idle.items()})
+    sources = run.scheduler.source_counts()
+    final = {**{f"final/{k}": v for k, v in idle.items()}, **{f"final/{k}": float(v) for k, v in sources.items()},
+             "final/lr_horizon": float(run.planner.horizon)}
+    if best is not None:
+        final.update({"final/dev_best_step": float(best), "final/dev_best_score": float(run.dev.best_score or 0.0)})
+    run.tele.log_metrics(end, final)
     run.tele.finish(status)
+    torch.set_num_threads(run.threads_before)
+    counts = {t: (run.scheduler.domain_of.get(t, ""), n, run.scheduler.passes.get(t, 0))
+              for t, n in run.scheduler.attempts.items()}
+    dev_best = {"step": best, "score": run.dev.best_score, "scores": run.dev.scores} if run.dev.enabled else {}
     return TrainResult(
         policy_dir=policy_dir, steps_done=end, history=run.history, mlflow_run_id=run.tele.run_id,
         mlflow_run_url=run.tele.run_url(), curve_png=curve, idle_shares=idle,
         wall_s=time.perf_counter() - run.t_start, cpu_s=time.process_time() - run.cpu_start,
         checkpoint_dir=run.inputs.run_dir, manifest=run.manifest, finished=finished, model=run.backend.module,
+        stop_reason=reason, horizon=run.planner.horizon, dev_best=dev_best, task_counts=counts, sources=sources,
     )
 
 

@@ -15,7 +15,9 @@ Invalid verifiers are excluded and counted; the `verifiers` table keeps both wit
 from __future__ import annotations
 
 import json
+import math
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -46,10 +48,26 @@ class ConstructConfig:
 
     min_valid_share: float = field(default=0.8, metadata={"help": "asset check floor: valid / all verifiers"})
     domains: tuple[str, ...] | None = field(default=None, metadata={"help": "domains to build (None: all)"})
-    max_tasks: int | None = field(default=None, metadata={"help": "first N pool tasks by rank (None: all)"})
+    max_tasks: int | None = field(default=None, metadata={
+        "help": "verifiers to build (None: every pool task): the first N by rank, or with domain_weights "
+                "each domain's first ceil(N * its weight share)"})
+    domain_weights: Mapping[str, float] | None = field(default=None, metadata={
+        "help": "the training run's domain weights: max_tasks is split across domains in proportion to them, "
+                "so every pool task the run can sample has a verifier (None: the pool's interleaved rank)"})
     concurrency: int = field(default=4, metadata={"help": "verifications in flight"})
     slow_probes: bool = field(default=True, metadata={"help": "run the timeout probe once per domain"})
     probe_names: tuple[str, ...] | None = field(default=None, metadata={"help": "only these probes (None: all)"})
+
+
+def domain_quotas(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """Verifiers per domain: `ceil(total * w / sum(w))` for each domain of positive weight (none for the rest).
+
+    The run samples domains by these weights; a selection by the pool's interleaved rank instead
+    gives every domain the same count (math 0.9 got a third of 200), and the run then repeats
+    the few math tasks it has hundreds of times."""
+    pos = {d: float(w) for d, w in weights.items() if w > 0}
+    norm = sum(pos.values())
+    return {d: max(1, math.ceil(total * w / norm - 1e-9)) for d, w in pos.items()} if norm > 0 else {}
 
 
 @dataclass
@@ -142,8 +160,9 @@ def build_verifiers(
     cfg = config or ConstructConfig()
     reg = registry or default_registry()
     t0 = time.perf_counter()
-    pool = load_task_pool(con, domains=list(cfg.domains) if cfg.domains else None, limit=cfg.max_tasks,
-                          require_reference=False)
+    quotas = domain_quotas(cfg.max_tasks, cfg.domain_weights) if cfg.max_tasks and cfg.domain_weights else None
+    pool = load_task_pool(con, domains=list(cfg.domains) if cfg.domains else None,
+                          limit=None if quotas else cfg.max_tasks, require_reference=False, per_domain=quotas)
     plans: list[_Plan] = []
     batch: list[ScoreItem] = []
     slow: dict[str, int] = {}

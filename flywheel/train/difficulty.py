@@ -1,0 +1,70 @@
+"""The trainer's side of the warehouse's `difficulty_history`: read priors, write back what a run saw.
+
+A run samples each task many times; those attempts and passes are the freshest difficulty
+signal there is. `record_difficulty` upserts them, one row per (task, model, day) under the
+training policy's own model name (`training_model_name`), so mining (which replaces only the
+(model, day) pairs of served models in `task_logs`) never deletes them, and the next pool's
+difficulty prior (`flywheel.mining.pool`, rows of models other than the served one) and the
+next run's scheduler (`history_pass_rates`) start from them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
+
+
+def training_model_name(release: str) -> str:
+    """The `model` of a training run's rows: the policy in training from base model `release`."""
+    return f"{release}/rlvr-train"
+
+
+def record_difficulty(
+    warehouse: Path, counts: Mapping[str, tuple[str, int, int]], model: str, log_date: dt.date | str
+) -> int:
+    """Upsert `counts` (task_id -> (domain, attempts, passes)) as `model`'s rows of `log_date`; returns
+    the rows written. A re-run of the same (model, day) replaces its rows instead of adding to them."""
+    rows = [(t, d, int(a), int(p)) for t, (d, a, p) in sorted(counts.items()) if a > 0]
+    if not rows:
+        return 0
+    day = dt.date.fromisoformat(log_date) if isinstance(log_date, str) else log_date
+    con = duckdb.connect(str(warehouse))
+    try:
+        con.execute(DIFFICULTY_HISTORY_DDL)
+        con.register("_train_counts", pa.table({
+            "task_id": [r[0] for r in rows], "domain": [r[1] for r in rows],
+            "attempts": pa.array([r[2] for r in rows], pa.int64()), "passes": pa.array([r[3] for r in rows], pa.int64()),
+        }))
+        con.execute("BEGIN TRANSACTION")
+        try:
+            params = {"model": model, "day": day}
+            con.execute("""DELETE FROM difficulty_history WHERE model = $model AND log_date = $day
+                           AND task_id IN (SELECT task_id FROM _train_counts)""", params)
+            con.execute("""INSERT INTO difficulty_history SELECT task_id, domain, $model, $day, attempts, passes,
+                           now()::TIMESTAMP FROM _train_counts""", params)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.close()
+    return len(rows)
+
+
+def history_pass_rates(con: duckdb.DuckDBPyConnection, task_ids: Iterable[str]) -> dict[str, float]:
+    """task_id -> Laplace-smoothed pass rate over every model's history rows, for the tasks that have any."""
+    ids = sorted(set(task_ids))
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if not ids or "difficulty_history" not in tables:
+        return {}
+    rows = con.execute("""
+        SELECT task_id, (sum(passes) + 1.0) / (sum(attempts) + 2.0) FROM difficulty_history
+        WHERE list_contains($ids, task_id) AND attempts > 0 GROUP BY task_id
+    """, {"ids": ids}).fetchall()
+    return {t: float(p) for t, p in rows}

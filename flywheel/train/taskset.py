@@ -1,0 +1,103 @@
+"""What a run trains on: the mined pool mixed with replay from the train suites, and its dev split.
+
+- pool: the `task_pool` rows whose verifier is valid (`meta["source"] = "pool"`), prior pass rate
+  `1 - difficulty` (the pool's Beta posterior, which already folds in `difficulty_history`);
+- dev: `dev_split` (flywheel.train.dev), disjoint from the pool, drawn first so a small suite
+  (code has ~120 train tasks) always leaves some for it;
+- replay: the first `replay_tasks_per_domain` tasks of each weighted domain's train suite that are
+  neither in the pool nor in the dev split (`meta["source"] = "replay"`; a train suite never holds a
+  held-out prompt), prior pass rate from their `difficulty_history` where they have one.
+
+Without a pool (a fresh machine), replay is all there is: `fallback_per_domain` tasks per domain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from flywheel.mining.pool import load_task_pool
+from flywheel.tasks.base import Task
+from flywheel.tasks.suites import train_suite
+from flywheel.train.config import GRPOConfig
+from flywheel.train.dev import dev_split
+from flywheel.train.difficulty import history_pass_rates
+
+
+@dataclass
+class TaskSet:
+    """The run's tasks (pool + replay), the scheduler's prior pass rates, the dev split, and counts."""
+
+    tasks: list[Task]
+    pass_rates: dict[str, float]
+    source: str  # "task_pool" (mined pool + replay) | "train_suites" (no pool yet)
+    dev: list[Task] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Tasks per source (`pool`, `replay`) and the dev split's size."""
+        out: dict[str, int] = {}
+        for t in self.tasks:
+            src = str(t.meta.get("source", "given"))
+            out[src] = out.get(src, 0) + 1
+        out["dev"] = len(self.dev)
+        return out
+
+
+def tagged(tasks: Sequence[Task], source: str) -> list[Task]:
+    """Copies of `tasks` whose `meta["source"]` says where they came from (the scheduler mixes by it)."""
+    return [dataclasses.replace(t, meta={**t.meta, "source": source}) for t in tasks]
+
+
+def replay_tasks(domains: Sequence[str], n: int, exclude: set[str]) -> list[Task]:
+    """The first `n` train-suite tasks per domain not in `exclude` (fewer where the suite runs out)."""
+    out: list[Task] = []
+    for d in domains:
+        if n > 0:
+            out.extend(tagged([t for t in train_suite(d, n + len(exclude)) if t.task_id not in exclude][:n], "replay"))
+    return out
+
+
+def mined_pool(warehouse: Path | None, domains: Sequence[str]) -> list[Task]:
+    """The pool tasks with a valid verifier, in rank order ([] before the first pool)."""
+    if warehouse is None or not Path(warehouse).exists():
+        return []
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "task_pool" not in tables:
+            return []
+        tasks = load_task_pool(con, domains=list(domains))
+        if "verifiers" in tables:
+            valid = {r[0] for r in con.execute("SELECT task_id FROM verifiers WHERE valid").fetchall()}
+            tasks = [t for t in tasks if t.task_id in valid]
+        return tagged(tasks, "pool")
+    finally:
+        con.close()
+
+
+def _history(warehouse: Path | None, tasks: Sequence[Task]) -> dict[str, float]:
+    if warehouse is None or not Path(warehouse).exists() or not tasks:
+        return {}
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return history_pass_rates(con, [t.task_id for t in tasks])
+    finally:
+        con.close()
+
+
+def build_task_set(warehouse: Path | None, config: GRPOConfig, fallback_per_domain: int = 400) -> TaskSet:
+    """The run's task set for `config`'s weighted domains (see module doc)."""
+    domains = [d for d, w in config.domain_weights.items() if w > 0]
+    pool = mined_pool(warehouse, domains)
+    pool_ids = {t.task_id for t in pool}
+    dev = dev_split(domains, config.dev_tasks_per_domain, pool_ids) if config.dev_every else []
+    taken = pool_ids | {t.task_id for t in dev}
+    n_replay = config.replay_tasks_per_domain if pool else max(config.replay_tasks_per_domain, fallback_per_domain)
+    replay = replay_tasks(domains, n_replay, taken)
+    prior = {t.task_id: 1.0 - float(t.meta["difficulty"]) for t in pool if t.meta.get("difficulty") is not None}
+    prior.update(_history(warehouse, replay))
+    return TaskSet(pool + replay, prior, "task_pool" if pool else "train_suites", dev)
