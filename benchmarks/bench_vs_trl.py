@@ -1,6 +1,6 @@
 """Flywheel's GRPO trainer against TRL's `GRPOTrainer` in one run: seconds per step and held-out gain.
 
-    .venv/bin/python benchmarks/bench_vs_trl.py [--steps 16] [--tasks 400] [--seed 0]
+    .venv/bin/python benchmarks/bench_vs_trl.py [--steps 60] [--tasks 400] [--seed 0]
 
 Both trainers start from the same tiny base model (flywheel builds it, or reuses its cached
 build; nothing is downloaded) and train on the same math train-suite tasks with flywheel's
@@ -10,7 +10,9 @@ steps. Flywheel's mean-only (Dr. GRPO) advantages are TRL's `loss_type="dr_grpo"
 `scale_rewards="none"`; TRL's `beta` is flywheel's `kl_coef`. TRL's rewards come from
 flywheel's verifiers through `flywheel.verifiers.make_reward_func`. Both run in this process,
 one after the other, with one torch thread, and their steps are timed by the same clock
-(time between consecutive step ends, the first `--warmup` steps left out). Then the base model
+(time between consecutive step ends, the first `--warmup` steps left out; wall time is the
+headline, this process's CPU time per step is printed beside it because on a shared machine
+other load stretches wall time but not CPU time). Then the base model
 and both policies are evaluated on the same held-out math tasks at the same temperature and
 seed (`flywheel.evaluation.runner`), and each gain is a paired difference against the base
 with its bootstrap CI. Needs the [dev] extra (trl). Last line: one JSON object.
@@ -49,33 +51,48 @@ from flywheel.train.config import GRPOConfig  # noqa: E402
 THREADS = 1
 """torch intra-op threads for both trainers (fairness; on a shared 2-core box 2 threads spin-wait)."""
 
-DEFAULT_STEPS = 16
-"""Keeps the whole bench (both trainings and three evaluations) within ~10 minutes on 2 CPU cores."""
+DEFAULT_STEPS = 60
+"""Half a turn's 120 steps: the whole bench (both trainings, three evaluations) stays within 10 minutes on 2 CPU
+cores even when they are shared (~1.2-1.3 CPU s/step each; a turn-sized --steps 120 takes ~6 minutes unshared)."""
 
 
 def flywheel_config(steps: int, seed: int) -> GRPOConfig:
-    """The turn's recipe on math only, CPU, one thread."""
+    """The turn's recipe on math only, CPU, one thread; no early stop (both run `steps`), no periodic checkpoint
+    (TRL saves none); the dev split still picks the best checkpoint, as in a turn."""
     return GRPOConfig(steps=steps, seed=seed, domain_weights={"math": 1.0}, checkpoint_every=0,
-                      num_threads=THREADS, device="cpu")
+                      patience=0, num_threads=THREADS, device="cpu")
 
 
-def step_seconds(ends: list[float], warmup: int) -> list[float]:
-    """Per-step wall times from the step-end timestamps, the first `warmup` steps left out."""
-    gaps = [b - a for a, b in zip(ends, ends[1:], strict=False)]  # gaps[i] is step i + 1
-    return gaps[max(0, warmup - 1):]
+Stamp = tuple[float, float, bool]
+"""(wall clock, this process's CPU time, whether the step also scored the dev split) at the end of a step."""
+
+
+def stamp(dev: bool = False) -> Stamp:
+    return time.perf_counter(), time.process_time(), dev
+
+
+def step_seconds(ends: list[Stamp], warmup: int, clock: int = 0) -> list[float]:
+    """Per-step times (clock 0: wall, 1: CPU) from the step-end stamps, the first `warmup` steps left out,
+    and the steps that also scored flywheel's dev split (an evaluation, not a step's work) left out."""
+    gaps = [(b[clock] - a[clock], b[2]) for a, b in zip(ends, ends[1:], strict=False)]  # gaps[i]: step i + 1
+    return [g for g, dev in gaps[max(0, warmup - 1):] if not dev]
 
 
 def run_flywheel(cfg: GRPOConfig, base: Path, tasks: list[Task], work: FlywheelPaths,
-                 out: Path) -> tuple[list[float], list[float]]:
-    """Train with flywheel's trainer; (step-end timestamps, mean reward per step)."""
+                 out: Path) -> tuple[list[Stamp], list[float], dict[str, Any]]:
+    """Train with flywheel's trainer; (step-end stamps, mean reward per step, run facts)."""
     from flywheel.train.telemetry import Telemetry
     from flywheel.train.trainer import RunInputs, train_rlvr
 
-    ends: list[float] = []
+    ends: list[Stamp] = []
     res = train_rlvr(cfg, RunInputs(str(base), tasks, work, "bench-vs-trl-flywheel", output_dir=out),
                      telemetry=Telemetry(None, enabled=False),
-                     on_step=lambda _s, _m: ends.append(time.perf_counter()))
-    return ends, [h["reward/mean"] for h in res.history if "reward/mean" in h]
+                     on_step=lambda _s, m: ends.append(stamp("time/dev_s" in m)))
+    facts = {"groups_generated_per_step": statistics.fmean(h.get("groups/generated", cfg.prompts_per_step)
+                                                           for h in res.history),
+             "dev_s": sum(h.get("time/dev_s", 0.0) for h in res.history),
+             "dev_best_step": res.dev_best.get("step"), "steps_done": res.steps_done}
+    return ends, [h["reward/mean"] for h in res.history if "reward/mean" in h], facts
 
 
 def trl_args(cfg: GRPOConfig, out: Path) -> Any:
@@ -104,7 +121,7 @@ def trl_args(cfg: GRPOConfig, out: Path) -> Any:
     )
 
 
-def run_trl(cfg: GRPOConfig, base: Path, tasks: list[Task], out: Path) -> tuple[list[float], list[float]]:
+def run_trl(cfg: GRPOConfig, base: Path, tasks: list[Task], out: Path) -> tuple[list[Stamp], list[float]]:
     """Train with TRL's GRPOTrainer (rewards from flywheel's verifiers); (step-end timestamps, mean reward per step)."""
     # optional heavy imports: the [dev] extra
     from datasets import Dataset
@@ -121,11 +138,11 @@ def run_trl(cfg: GRPOConfig, base: Path, tasks: list[Task], out: Path) -> tuple[
     rows = [{"prompt": render_prompt(t.domain, t.prompt), "task": json.dumps(t.verifier_task()), "domain": t.domain}
             for t in tasks]
 
-    ends: list[float] = []
+    ends: list[Stamp] = []
 
     class StepClock(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            ends.append(time.perf_counter())
+            ends.append(stamp())
 
     model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True, dtype="float32")
     trainer = GRPOTrainer(model=model, reward_funcs=[make_reward_func()], args=trl_args(cfg, out / "run"),
@@ -186,13 +203,17 @@ def main(argv: list[str] | None = None) -> int:
         work = FlywheelPaths(home=Path(tmp) / "home").ensure()
         fw_dir, trl_dir = Path(tmp) / "flywheel_policy", Path(tmp) / "trl_policy"
         t0 = time.perf_counter()
-        fw_ends, fw_rewards = run_flywheel(cfg, info.path, tasks, work, fw_dir)
+        fw_ends, fw_rewards, fw_facts = run_flywheel(cfg, info.path, tasks, work, fw_dir)
         fw_wall = time.perf_counter() - t0
-        print(f"flywheel trained {len(fw_ends)} steps in {fw_wall:.1f}s; {reward_trend(fw_rewards)}")
+        print(f"flywheel trained {len(fw_ends)} steps in {fw_wall:.1f}s; {reward_trend(fw_rewards)}; "
+              f"{fw_facts['groups_generated_per_step']:.1f} groups generated per step for {cfg.prompts_per_step} "
+              f"kept (dynamic sampling); dev split scored every {cfg.dev_every} steps ({fw_facts['dev_s']:.0f}s, "
+              f"not counted in s/step), best at step {fw_facts['dev_best_step']} is its policy")
         t0 = time.perf_counter()
         trl_ends, trl_rewards = run_trl(cfg, info.path, tasks, trl_dir)
         trl_wall = time.perf_counter() - t0
-        print(f"TRL trained {len(trl_ends)} steps in {trl_wall:.1f}s; {reward_trend(trl_rewards)} "
+        print(f"TRL trained {len(trl_ends)} steps in {trl_wall:.1f}s; {reward_trend(trl_rewards)}; "
+              f"{cfg.prompts_per_step} groups generated and trained per step "
               f"(torch threads still {torch.get_num_threads()})")
 
         fw_steps, trl_steps = step_seconds(fw_ends, args.warmup), step_seconds(trl_ends, args.warmup)
@@ -200,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seconds/step (mean of steps {args.warmup + 1}..{args.steps}): flywheel {s_fw:.2f}s "
               f"(median {statistics.median(fw_steps):.2f}), TRL {s_trl:.2f}s (median {statistics.median(trl_steps):.2f})"
               f" -> flywheel {s_trl / s_fw:.2f}x faster per step")
+        c_fw = statistics.fmean(step_seconds(fw_ends, args.warmup, clock=1))
+        c_trl = statistics.fmean(step_seconds(trl_ends, args.warmup, clock=1))
+        print(f"CPU seconds/step (this process, load-independent): flywheel {c_fw:.2f}s, TRL {c_trl:.2f}s "
+              f"-> {c_trl / c_fw:.2f}x")
 
         ecfg = EvalConfig(n_samples=args.eval_samples, temperature=args.eval_temperature, seed=args.seed,
                           tasks_per_domain={"math": args.eval_tasks})
@@ -221,10 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "step_speedup_vs_trl": round(s_trl / s_fw, 3),
         "s_per_step_flywheel": round(s_fw, 3), "s_per_step_trl": round(s_trl, 3),
+        "cpu_s_per_step_flywheel": round(c_fw, 3), "cpu_s_per_step_trl": round(c_trl, 3),
+        "cpu_step_speedup_vs_trl": round(c_trl / c_fw, 3),
         "gain_flywheel": g_fw["value"], "gain_trl": g_trl["value"],
         "ci_gain_flywheel": g_fw["ci"], "ci_gain_trl": g_trl["ci"],
         "flywheel_minus_trl": head["value"], "ci_flywheel_minus_trl": head["ci"],
-        "pass1": pass1, "train_wall_s": {"flywheel": round(fw_wall, 1), "trl": round(trl_wall, 1)},
+        "pass1": pass1, "flywheel_groups_generated_per_step": round(fw_facts["groups_generated_per_step"], 2),
+        "flywheel_dev_best_step": fw_facts["dev_best_step"], "flywheel_dev_s": round(fw_facts["dev_s"], 1), "train_wall_s": {"flywheel": round(fw_wall, 1), "trl": round(trl_wall, 1)},
         "steps": args.steps, "warmup_steps_excluded": args.warmup, "train_tasks": len(tasks), "seed": args.seed,
         "eval_tasks": n_eval, "eval_samples": args.eval_samples, "eval_temperature": args.eval_temperature,
         "torch_threads": THREADS, "trl_version": trl.__version__, "base_model": info.release,
