@@ -37,16 +37,21 @@ from flywheel.train.rollouts import ScoreFn, default_score_fn
 
 @dataclass(frozen=True)
 class RftConfig:
-    """What one RFT run does: which candidates it draws, which it keeps, how it fine-tunes."""
+    """What one RFT run does: which candidates it draws, which it keeps, how it fine-tunes.
+
+    The defaults are the recipe measured on tiny-v1 (docs/training.md, "Rejection-sampling
+    fine-tuning"): ~2 minutes on one CPU thread, held-out math +8.1 points at T=0.7.
+    """
 
     seed: int = option(0, "Seed for task choice, sampling, the per-task cap and SFT batch order.")
     # candidates
     tasks_per_domain: dict[str, int] = option(
-        {"math": 200, "code": 100, "agent": 0},
+        {"math": 300, "code": 150, "agent": 0},
         "Most of the run's tasks sampled per domain (seeded choice); 0 or absent: the domain gets no policy "
         "samples.")
     samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).")
-    temperature: float = option(1.0, "Sampling temperature of the policy's own samples.")
+    temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
+                                        "cleaner demonstrations).")
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).")
     max_tool_steps: int = option(6, "Most tool calls in one agent sample.")
     include_logs: bool = option(True, "Also use logged production responses of the run's tasks that the "
@@ -56,7 +61,7 @@ class RftConfig:
     max_examples_per_task: int = option(4, "Distinct passing responses kept per task (identical ones are "
                                            "deduplicated first), so easy tasks do not dominate the data.")
     # SFT
-    steps: int = option(60, "SFT optimizer steps on the kept responses.")
+    steps: int = option(150, "SFT optimizer steps on the kept responses.")
     lr: float = option(1e-4, "Peak AdamW learning rate (linear warmup, then cosine decay to 10%).")
     batch_size: int = option(16, "Examples per SFT step.")
     warmup: int = option(5, "Linear LR warmup steps.")
