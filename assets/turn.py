@@ -35,8 +35,8 @@ class TurnConfig:
 TURN_SIZES: dict[str, dict[str, Any]] = {"verifiers": {"max_tasks": 300}}
 """A turn on the embedded defaults is sized for one laptop: verifiers for 300 pool tasks, split across domains
 by the run's domain weights (math 270, code 15, agent 15 at 0.9/0.05/0.05), which is every math task of a
-3000-record day's pool; measured on 2 cores: ~90 s when built fresh (code ~2.4 s a task, math and agent ~0.3 s),
-seconds from the verdict cache on the next turn. Scheduled runs use the assets' own defaults;
+3000-record day's pool (161 math tasks there). Measured on 2 shared cores (load average 6): 138 s built fresh
+(code ~2.4 s a task, math and agent ~0.3 s), 14 s on the next turn (the verdict cache). Scheduled runs use the assets' own defaults;
 `--set verifiers.max_tasks=0` validates the whole pool."""
 
 

@@ -48,7 +48,8 @@ class GRPOConfig:
     weight_decay: float = option(0.0, "AdamW weight decay.")
     adam_betas: tuple[float, float] = option((0.9, 0.99), "AdamW betas.")
     warmup_steps: int = option(0, "Linear LR warmup steps.")
-    lr_schedule: str = option("cosine", "LR schedule after warmup: constant | cosine (decays to 10% over steps).",
+    lr_schedule: str = option("cosine", "LR schedule after warmup: constant | cosine (decays to 10% over steps, or "
+                                        "over the steps a time budget reaches).",
                               choices=("constant", "cosine"))
     max_grad_norm: float = option(1.0, "Gradient clipping by global norm (0 disables).")
     # loss
