@@ -52,8 +52,8 @@ THREADS = 1
 """torch intra-op threads for both trainers (fairness; on a shared 2-core box 2 threads spin-wait)."""
 
 DEFAULT_STEPS = 60
-"""Half a turn's 120 steps: the whole bench (both trainings, three evaluations) stays within 10 minutes on 2 CPU
-cores even when they are shared (~1.2-1.3 CPU s/step each; a turn-sized --steps 120 takes ~6 minutes unshared)."""
+"""Half a turn's 120 steps, so the whole bench (both trainings, three evaluations) fits 10 minutes on 2 CPU cores
+even while other work shares them: each trainer takes ~1.2-1.3 CPU s/step, 2-3x that in wall time on a loaded box."""
 
 
 def flywheel_config(steps: int, seed: int) -> GRPOConfig:
