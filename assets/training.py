@@ -46,9 +46,10 @@ class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but
     kinds={"pytorch", "mlflow"}, pool=TRAIN_GPU.pool, op_tags=gpu_op_tags(TRAIN_GPU),
     check_specs=[dg.AssetCheckSpec("rlvr_run_sound", asset="rlvr_policy", blocking=True,
                                    description="The run finished all steps with finite rewards and saved a policy.")],
-    description="GRPO (group-normalized advantages, clipped ratio, dynamic sampling) of the base model on the "
-                "task pool mixed with train-suite replay, rewards from the validated verifiers; the best dev-split "
-                "checkpoint is the policy at models/policies/<partition>; attempts go back to difficulty_history.",
+    description="Training with verifiable rewards on the task pool mixed with train-suite replay, the validated "
+                "verifiers as the reward: `stage` rft (fine-tune on the policy's verified samples; the default), rl "
+                "(GRPO: group-normalized advantages, clipped ratio, dynamic sampling, best dev-split checkpoint) or "
+                "rft_rl. Policy at models/policies/<partition>; GRPO's attempts go back to difficulty_history.",
 )
 def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
                 storage: StorageResource) -> dg.MaterializeResult:
@@ -62,9 +63,9 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     res = train_policy(cfg, upstream_value(context, "base_model", "path"), release, paths=storage.paths(),
                        telemetry=storage.telemetry(), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions})
-    rewards = [h.get("reward/mean", float("nan")) for h in res.history]
+    rewards = [h["reward/mean"] for h in res.history if "reward/mean" in h]
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
-    sound = res.finished and res.policy_dir is not None and all(math.isfinite(r) for r in rewards)
+    sound = res.finished and res.policy_dir is not None and bool(rewards) and all(map(math.isfinite, rewards))
     return dg.MaterializeResult(
         metadata={
             "policy_path": dg.MetadataValue.path(str(res.policy_dir)),

@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     res = train_policy(cfg, base, release, paths=paths, resume=args.resume)
     out = res.to_dict()
     text = (f"trained {res.steps_done} steps in {res.wall_s:.0f}s; final reward {res.final_reward:.3f}\n"
-            f"policy: {res.policy_dir}\nmlflow run: {res.mlflow_run_id} ({paths.mlflow_uri})\n"
-            f"idle: update waited {res.idle_shares['idle/update_waiting_for_rollouts']:.0%}, "
-            f"rollouts waited {res.idle_shares['idle/rollouts_waiting_for_update']:.0%}")
+            f"policy: {res.policy_dir}\nmlflow run: {res.mlflow_run_id} ({paths.mlflow_uri})"
+            + (f"\nidle: update waited {res.idle_shares['idle/update_waiting_for_rollouts']:.0%}, "
+               f"rollouts waited {res.idle_shares['idle/rollouts_waiting_for_update']:.0%}" if res.idle_shares else ""))
     emit(args, out, text)
     return 0

@@ -16,6 +16,8 @@ from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
 from flywheel.train.config import GRPOConfig
 from flywheel.train.difficulty import record_difficulty, training_model_name
+from flywheel.train.rft import RftConfig
+from flywheel.train.stages import run_rft_stage
 from flywheel.train.taskset import build_task_set
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, TrainResult, train_rlvr
@@ -38,12 +40,15 @@ def train_policy(
     resume: bool = False,
     data_partitions: Mapping[str, Any] | None = None,
     log_date: dt.date | str | None = None,
+    rft: RftConfig | None = None,
 ) -> TrainResult:
     """Train the policy of base model `release`, save it to `policy_dir(paths, release)`, and upsert each
     task's attempts and passes into `difficulty_history` (model `training_model_name(release)`, day
     `log_date`: the newest log partition the pool came from; default today, UTC).
 
-    `tasks` None: the mined pool mixed with replay, and its dev split (`build_task_set`)."""
+    `tasks` None: the mined pool mixed with replay, and its dev split (`build_task_set`). `config.stage`
+    chains the stages: `rft` (its own MLflow run; `rft` config, default `RftConfig()` seeded with
+    `config.seed`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one)."""
     source, dev = "given", None
     if tasks is None:
         data = build_task_set(paths.warehouse, config)
@@ -53,7 +58,16 @@ def train_policy(
     else:
         source_counts = {}
     parts = {"base_model": release, "task_source": source, **source_counts, **(data_partitions or {})}
-    inputs = RunInputs(base_model, tasks, paths, name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
+    start: str | Path = base_model
+    if config.stage in ("rft", "rft_rl"):
+        rft_cfg = (rft or RftConfig()).replace(seed=config.seed)
+        out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
+        result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
+                               telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts)
+        if config.stage == "rft":
+            return result
+        start = out
+    inputs = RunInputs(start, tasks, paths, name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
                        pass_rates=pass_rates, data_partitions=parts, dev_tasks=dev)
     result = train_rlvr(config, inputs, telemetry=telemetry, resume=resume)
     if result.finished:

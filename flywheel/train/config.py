@@ -22,6 +22,8 @@ from typing import Any
 
 from flywheel.config_fields import check_choices, option
 
+STAGES = ("rft", "rl", "rft_rl")
+"""Training stages a run can chain (`flywheel.train.stages`)."""
 ADVANTAGES = ("grpo", "dr_grpo")
 """The advantage estimators `flywheel.train.grpo` registers (a test keeps the two in step)."""
 
@@ -31,6 +33,10 @@ class GRPOConfig:
     """What one RLVR training run does. Where it runs (device, backend) is also here so it is logged."""
 
     # run
+    stage: str = option("rft", "What the training asset runs: rft (fine-tune on the policy's verified samples, "
+                               "flywheel.train.rft) | rl (GRPO) | rft_rl (RFT, then GRPO from its weights). "
+                               "rft measured best for the tiny model (docs/training.md).",
+                        choices=STAGES)
     seed: int = option(0, "Seed for task sampling, generation and init; same seed + same data = same weights.")
     steps: int = option(120, "Number of policy updates (the learning proof runs 360).")
     time_budget_s: float = option(0.0, "Stop (and save the policy) once the run has taken this long (0 = no cap); "

@@ -1,0 +1,64 @@
+"""The RFT stage as a tracked run: rejection-sampling fine-tuning inside its own MLflow run, returning the
+same `TrainResult` the RL trainer does, so the asset, the lineage and the registry treat both alike.
+
+`train_policy` chains the stages `GRPOConfig.stage` names: `rft`, `rl`, or `rft_rl` (RFT's weights are
+where GRPO starts).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flywheel.paths import FlywheelPaths
+from flywheel.tasks.base import Task
+from flywheel.train.manifest import build_manifest
+from flywheel.train.rft import RftConfig, RftResult, run_rft
+from flywheel.train.telemetry import Telemetry
+from flywheel.train.trainer import TrainResult
+
+
+def rft_train_result(result: RftResult, run_id: str | None, run_url: str | None) -> TrainResult:
+    """An RFT run in the trainer's result shape: its 'reward' is the share of candidates the verifiers passed."""
+    c = result.counts.to_dict()
+    verified = max(1, int(c.get("verified", 0)))
+    history = [{"step": i + 1, "rft/loss": loss} for i, loss in enumerate(result.losses)]
+    pass_share = float(c.get("passed", 0)) / verified
+    if history:
+        history[-1]["reward/mean"] = pass_share
+    else:
+        history = [{"step": 0, "reward/mean": pass_share}]
+    return TrainResult(
+        policy_dir=result.output_dir, steps_done=len(result.losses), history=history, mlflow_run_id=run_id,
+        mlflow_run_url=run_url, curve_png=None, idle_shares={}, wall_s=result.wall_s,
+        checkpoint_dir=result.output_dir, cpu_s=result.cpu_s, stop_reason="steps",
+        sources={f"rft/{k}": int(v) for k, v in c.items() if isinstance(v, (int, float))})
+
+
+def run_rft_stage(
+    config: RftConfig, base_model: str | Path, tasks: Sequence[Task], out_dir: Path, paths: FlywheelPaths, *,
+    run_name: str, telemetry: Telemetry | None = None, data_partitions: Mapping[str, Any] | None = None,
+) -> TrainResult:
+    """Run RFT from `base_model` on `tasks` into `out_dir`, logged as MLflow run `run_name`."""
+    tele = telemetry or Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
+    manifest = build_manifest({"rft": config.seed}, dict(data_partitions or {}), config.device,
+                              extra={"stage": "rft", "base_model": str(base_model), "n_tasks": len(tasks)})
+    params = {**{f"rft.{k}": v for k, v in config.to_dict().items()},
+              **{f"manifest.{k}": v for k, v in manifest.items()}}
+    run_id = tele.start(run_name, params, tags={"flywheel.stage": "rft"})
+    t0 = time.perf_counter()
+    try:
+        result = run_rft(config, base_model, tasks, out_dir, warehouse=paths.warehouse)
+    except BaseException:
+        tele.finish("FAILED")
+        raise
+    for i, loss in enumerate(result.losses):
+        tele.log_metrics(i + 1, {"rft/loss": loss})
+    counts = result.counts.to_dict()
+    tele.log_metrics(len(result.losses), {f"rft/{k}": float(v) for k, v in counts.items()
+                                          if isinstance(v, (int, float))} | {"final/wall_s": time.perf_counter() - t0})
+    tele.log_dict(result.to_dict(), "rft_result.json")
+    tele.finish()
+    return rft_train_result(result, run_id, tele.run_url())

@@ -1,0 +1,61 @@
+"""`train_policy` chains the stages GRPOConfig.stage names; RFT is a tracked run like GRPO."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import pytest
+
+from flywheel.logs.ingest import ingest
+from flywheel.tasks.responder import messages_from_text
+from flywheel.tasks.suites import train_suite
+from flywheel.train.api import train_policy
+from flywheel.train.config import GRPOConfig
+from flywheel.train.rft import RftConfig
+
+RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4)
+
+
+def _logged_gold(paths, tasks) -> None:
+    """The warehouse holds each task's gold solution as a logged success (what RFT re-verifies and keeps)."""
+    lines = [{"id": f"g-{i}", "timestamp": "2026-12-01T10:00:00Z", "task_id": t.task_id, "domain": t.domain,
+              "model": "tiny-v1", "messages": [{"role": "user", "content": t.prompt},
+                                               *messages_from_text(t.domain, t.solution)],
+              "outcome": {"passed": True}, "reference": t.reference} for i, t in enumerate(tasks)]
+    src = paths.home / "gold.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    assert ingest(src, paths.warehouse).ingested == len(lines)
+
+
+def _rl(stage: str) -> GRPOConfig:
+    return GRPOConfig(stage=stage, steps=1, prompts_per_step=2, group_size=2, max_new_tokens=24, dev_every=0,
+                      domain_weights={"math": 1.0}, replay_tasks_per_domain=0, checkpoint_every=0)
+
+
+def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywheel_home, seed_mlflow_db):
+    seed_mlflow_db(flywheel_home)
+    _logged_gold(flywheel_home, train_suite("math", 6))
+    res = train_policy(_rl("rft"), tiny_model_dir, "tiny-quick", paths=flywheel_home,
+                       tasks=train_suite("math", 6), rft=RFT)
+    assert res.finished and (res.policy_dir / "config.json").exists()
+    assert res.policy_dir == flywheel_home.models / "policies" / "tiny-quick"
+    assert res.steps_done == 2 and 0.0 < res.history[-1]["reward/mean"] <= 1.0
+    run = mlflow.MlflowClient(flywheel_home.mlflow_uri).get_run(res.mlflow_run_id)
+    assert run.data.tags["flywheel.stage"] == "rft" and "rft/examples" in run.data.metrics
+    assert res.sources["rft/examples"] >= 6 and res.sources["rft/log_passed"] >= 6
+
+
+def test_rft_rl_starts_grpo_from_the_rft_weights(tiny_model_dir, flywheel_home, seed_mlflow_db):
+    seed_mlflow_db(flywheel_home)
+    _logged_gold(flywheel_home, train_suite("math", 6))
+    res = train_policy(_rl("rft_rl"), tiny_model_dir, "tiny-quick", paths=flywheel_home,
+                       tasks=train_suite("math", 6), rft=RFT)
+    assert res.steps_done == 1 and (flywheel_home.models / "rft" / "tiny-quick" / "config.json").exists()
+    run = mlflow.MlflowClient(flywheel_home.mlflow_uri).get_run(res.mlflow_run_id)
+    assert run.data.params["manifest.base_model"] == str(flywheel_home.models / "rft" / "tiny-quick")
+
+
+def test_unknown_stage_is_refused():
+    with pytest.raises(ValueError, match="stage"):
+        GRPOConfig(stage="ppo")
