@@ -24,7 +24,8 @@ class TinyModelRecipe:
     vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary cap (the corpus may yield fewer)"})
     hidden_size: int = field(default=96, metadata={"help": "model width"})
     n_layers: int = field(default=3, metadata={"help": "transformer blocks"})
-    n_heads: int = field(default=4, metadata={"help": "attention heads"})
+    n_heads: int = field(default=3, metadata={
+        "help": "attention heads (head_dim = hidden_size / n_heads = 32: vLLM's CPU attention needs 32, 64, 80, ...)"})
     intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
     max_position: int = field(default=512, metadata={"help": "max sequence length (RoPE)"})
     n_math: int = field(default=3000, metadata={"help": "math train tasks in the SFT mix"})
