@@ -18,8 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--baseline", default=None, help="checkpoint to compare against on the same tasks")
     g.add_argument("--champion", action="store_true", help="compare against the registry's champion")
-    # a turn derives its seed from its inputs; here both checkpoints share --seed
-    add_flags(p.add_argument_group("evaluation config (EvalConfig)"), EvalConfig, exclude=("derive_seed",))
+    add_flags(p.add_argument_group("evaluation config (EvalConfig)"), EvalConfig)
     p.add_argument("--out", default=None, help="write report.md, pass_rates.png, report.json here")
     p.add_argument("--mlflow", action="store_true", help="also log the report as an MLflow run")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -36,31 +35,38 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.model_path).is_dir():
         return fail(f"{args.model_path} is not a checkpoint folder")
     try:
-        cfg = from_args(EvalConfig, args, derive_seed=False)
+        cfg = from_args(EvalConfig, args)
     except ValueError as e:
         return fail(str(e))
-    baseline = None
+    champ = None
     if args.champion:
         from flywheel.registry.mlflow_registry import Registry  # heavy: mlflow
 
         champ = Registry(tracking_uri_from(args), args.model_name).champion()
         if champ is None:
             return fail("no champion in the registry yet")
+    base_id = champ.uri if champ else (Path(args.baseline).name if args.baseline else None)
+    name = Path(args.model_path).name
+    cfg = cfg.seeded_from(name, [base_id] if base_id else [])  # both models share the seed
+    note = cfg.seed_note(f"checkpoint `{name}`" + (f" and baseline `{base_id}`" if base_id else ""))
+    baseline = None
+    if champ is not None:
         baseline = evaluate_policy(champ.model_path, cfg, model=champ.uri, device=args.device)
     elif args.baseline:
         baseline = evaluate_policy(args.baseline, cfg, device=args.device)
     rep = evaluate_policy(args.model_path, cfg, device=args.device)
     cmp = compare(rep, baseline) if baseline else None
     result = {"model": rep.model, "pass_rates": rep.pass_rates(), "greedy_rates": rep.greedy_rates(),
-              "failure_types": rep.failure_counts(), "seed": cfg.seed,
+              "failure_types": rep.failure_counts(), "seed": cfg.seed, "seed_note": note,
               "metrics": {d: {k: e.to_dict() for k, e in m.items()} for d, m in rep.metrics.items()},
               "baseline": baseline.pass_rates() if baseline else None,
               "comparison": cmp.to_dict() if cmp else None, "wall_s": round(rep.wall_s, 2)}
     if args.out:
-        result["report"] = {k: str(v) for k, v in write_report(args.out, rep, baseline, cmp).items()}
+        result["report"] = {k: str(v) for k, v in write_report(args.out, rep, baseline, cmp, seed_note=note).items()}
     if args.mlflow:
-        result["mlflow_run_id"] = log_to_mlflow(rep, baseline, cmp, tracking_uri=tracking_uri_from(args))
-    text = [metrics_table(rep)]
+        result["mlflow_run_id"] = log_to_mlflow(rep, baseline, cmp, tracking_uri=tracking_uri_from(args),
+                                                seed_note=note)
+    text = [metrics_table(rep), note]
     if cmp:
         text.append("\n" + "\n".join(f"{d}: pass@1 {e.fmt()}, greedy@1 {fmt_estimate(cmp.greedy_diffs.get(d))} "
                                      f"vs {cmp.baseline}" for d, e in cmp.diffs.items()))

@@ -19,7 +19,8 @@ from flywheel.verifiers.verdict import Verdict
 MATH_TYPES = ("answer_mismatch", "arithmetic", "setup", "wrong_answer", "format")
 """answer_mismatch: the scratchpad's own last computed value is right, the final answer is not (the
 noise the base model was trained with); arithmetic: a step of the scratchpad is computed wrong;
-setup: every step is right but the work does not reach the answer (wrong operands or operation);
+setup: every step is right but the work does not reach the answer (wrong operands, e.g. a number
+misread from the prompt, or a wrong operation);
 wrong_answer: a wrong final answer with no work shown; format: no single final answer."""
 
 _MATH_FORMAT_REASONS = ("no final answer", "several", "empty final answer", "final answer too long",

@@ -32,11 +32,11 @@ class EvalConfig:
     greedy: bool = option(True, "also score one greedy (temperature 0) sample per task: greedy pass@1")
     max_new_tokens: int = option(160, "token budget per response (agents: all steps, tool results included)")
     max_steps: int = option(6, "tool calls an agent task may take before it is cut off")
-    seed: int = option(0, "sampling and bootstrap seed, used as given when derive_seed is off (and by "
-                          "`flywheel evaluate`)")
-    derive_seed: bool = option(True, "a turn's evaluation derives its seed from the base model and the log "
-                                     "partitions the candidate was trained on: fresh every turn, shared by "
-                                     "candidate and champion, equal for equal inputs; off: use `seed`")
+    seed: int = option(0, "sampling and bootstrap seed, used as given when derive_seed is off")
+    derive_seed: bool = option(True, "derive the seed from what is evaluated (a turn: the base model and the "
+                                     "log partitions the candidate was trained on; `flywheel evaluate`: the "
+                                     "checkpoints): fresh for new inputs, shared by both models, equal for "
+                                     "equal inputs; off: use `seed`")
     tasks_per_domain: Mapping[str, int] = option({"math": 200, "code": 60, "agent": 60},
                                                  "held-out tasks per domain (0 or absent: domain not evaluated)")
     price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens")
@@ -52,16 +52,14 @@ class EvalConfig:
             raise ValueError(f"unknown domains {sorted(unknown)}; known: {DOMAINS}")
         object.__setattr__(self, "tasks_per_domain", MappingProxyType(dict(self.tasks_per_domain)))
 
-    def for_turn(self, base_model: str, log_partitions: Sequence[str]) -> EvalConfig:
-        """This config with the turn's seed (`turn_seed`) when `derive_seed` is on, else unchanged."""
-        return replace(self, seed=turn_seed(base_model, log_partitions)) if self.derive_seed else self
+    def seeded_from(self, subject: str, inputs: Sequence[str]) -> EvalConfig:
+        """This config with the seed `derived_seed(subject, inputs)` when `derive_seed` is on, else unchanged.
+        A turn passes its base model and the log partitions the candidate was trained on."""
+        return replace(self, seed=derived_seed(subject, inputs)) if self.derive_seed else self
 
-    def seed_note(self, base_model: str, log_partitions: Sequence[str]) -> str:
-        """Where this (turn's) config's seed came from, in words for the report."""
-        if not self.derive_seed:
-            return f"seed {self.seed}, set in the config"
-        parts = ", ".join(sorted(log_partitions)) or "none"
-        return f"seed {self.seed}, derived from base model `{base_model}` and log partitions [{parts}]"
+    def seed_note(self, source: str) -> str:
+        """Where this config's seed came from, in words for the report (`source`: what it was derived from)."""
+        return f"seed {self.seed}, derived from {source}" if self.derive_seed else f"seed {self.seed}, set in the config"
 
     @property
     def domains(self) -> tuple[str, ...]:
@@ -83,10 +81,10 @@ class EvalConfig:
         return {k if k.startswith("eval_") else f"eval_{k}": v for k, v in d.items()}
 
 
-def turn_seed(base_model: str, log_partitions: Sequence[str]) -> int:
-    """A seed fresh for every turn (a turn trains on new log partitions) yet equal for equal inputs,
-    so candidate and champion share it and a re-run of the same turn reproduces its evaluation."""
-    blob = json.dumps({"base_model": base_model, "log_partitions": sorted(log_partitions)})
+def derived_seed(subject: str, inputs: Sequence[str]) -> int:
+    """A seed fresh for new inputs (a turn trains on new log partitions) yet equal for equal ones (in any
+    order), so candidate and champion share it and a re-run of the same turn reproduces its evaluation."""
+    blob = json.dumps({"subject": subject, "inputs": sorted(inputs)})
     return int.from_bytes(hashlib.sha256(blob.encode()).digest()[:4], "big") >> 1
 
 

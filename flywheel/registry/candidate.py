@@ -2,7 +2,7 @@
 
 With no champion yet, the base model is registered as the implicit champion first, so
 its numbers are the "before" of the first turn. The champion is evaluated again in every turn,
-under the seed it shares with the candidate (fresh per turn: `EvalConfig.for_turn`), never read
+under the seed it shares with the candidate (fresh per turn: `EvalConfig.seeded_from`), never read
 from an earlier turn: a lucky draw of one turn must not become the bar of the next. Everything
 lands in one folder per base model (`eval/<base_model>/` under the storage home) that
 `deploy_candidate` reads.
@@ -109,12 +109,12 @@ def evaluate_candidate(
     report and log them.
 
     `log_partitions`: the log days the candidate was trained on; with the base model they derive the
-    turn's seed (`EvalConfig.for_turn`) unless the config turned `derive_seed` off.
+    turn's seed (`EvalConfig.seeded_from`) unless the config turned `derive_seed` off.
     """
     paths = paths.ensure()
     uri = paths.mlflow_uri
-    config = config.for_turn(base_model, log_partitions)
-    note = config.seed_note(base_model, log_partitions)
+    config = config.seeded_from(base_model, log_partitions)
+    note = config.seed_note(f"base model `{base_model}` and log partitions [{', '.join(sorted(log_partitions))}]")
     reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
     champ = reg.ensure_champion(base_model_path, base_model, snapshot_root=paths.models / "registry")
     champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score)

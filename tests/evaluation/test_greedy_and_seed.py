@@ -8,7 +8,7 @@ import pytest
 
 from flywheel.evaluation.report import reads_as, to_markdown
 from flywheel.evaluation.runner import GREEDY, compare, engine_generator, evaluate
-from flywheel.evaluation.suites import EvalConfig, turn_seed
+from flywheel.evaluation.suites import EvalConfig, derived_seed
 
 CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 4, "code": 2, "agent": 2}, n_boot=100,
                  max_new_tokens=48, max_steps=3)
@@ -51,18 +51,17 @@ def test_greedy_is_deterministic_and_reported(tiny_model_dir):
 
 
 def test_turn_seed_is_fresh_per_turn_and_equal_for_equal_inputs():
-    one = turn_seed("tiny-v1", ["2026-12-01"])
-    assert one == turn_seed("tiny-v1", ["2026-12-01"])
-    assert turn_seed("tiny-v1", ["2026-12-01", "2026-12-02"]) == turn_seed("tiny-v1", ["2026-12-02", "2026-12-01"])
-    assert one != turn_seed("tiny-v1", ["2026-12-01", "2026-12-02"]) != turn_seed("tiny-v1", ["2026-12-02"])
-    assert one != turn_seed("tiny-v2", ["2026-12-01"])
+    one = derived_seed("tiny-v1", ["2026-12-01"])
+    assert one == derived_seed("tiny-v1", ["2026-12-01"])
+    assert derived_seed("tiny-v1", ["2026-12-01", "2026-12-02"]) == derived_seed("tiny-v1", ["2026-12-02", "2026-12-01"])
+    assert one != derived_seed("tiny-v1", ["2026-12-01", "2026-12-02"]) != derived_seed("tiny-v1", ["2026-12-02"])
+    assert one != derived_seed("tiny-v2", ["2026-12-01"])
     assert 0 <= one < 2**31
     cfg = EvalConfig(seed=5)
-    day1, day2 = cfg.for_turn("tiny-v1", ["2026-12-01"]), cfg.for_turn("tiny-v1", ["2026-12-02"])
+    day1, day2 = cfg.seeded_from("tiny-v1", ["2026-12-01"]), cfg.seeded_from("tiny-v1", ["2026-12-02"])
     assert day1.seed == one and day2.seed != day1.seed
-    assert day1 == cfg.for_turn("tiny-v1", ["2026-12-01"])
-    assert "derived from base model `tiny-v1` and log partitions [2026-12-01]" in day1.seed_note("tiny-v1",
-                                                                                                 ["2026-12-01"])
+    assert day1 == cfg.seeded_from("tiny-v1", ["2026-12-01"])
+    assert day1.seed_note("base model `tiny-v1`") == f"seed {one}, derived from base model `tiny-v1`"
     fixed = EvalConfig(seed=5, derive_seed=False)
-    assert fixed.for_turn("tiny-v1", ["2026-12-02"]).seed == 5
-    assert fixed.seed_note("tiny-v1", []) == "seed 5, set in the config"
+    assert fixed.seeded_from("tiny-v1", ["2026-12-02"]).seed == 5
+    assert fixed.seed_note("anything") == "seed 5, set in the config"

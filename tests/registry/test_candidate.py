@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from flywheel.evaluation.suites import EvalConfig, turn_seed
+from flywheel.evaluation.suites import EvalConfig, derived_seed
 from flywheel.registry.candidate import evaluate_candidate, load_candidate_eval
 from flywheel.verifiers import score
 
@@ -33,11 +33,11 @@ def test_champion_is_rescored_under_each_turns_fresh_seed(tiny_model_dir, flywhe
     per_model = 4 * (2 + 1)  # 4 tasks x (2 samples + 1 greedy)
     assert n1 == n2 == 2 * per_model  # both models scored in both turns: no champion report reused
     assert first.champion_uri == second.champion_uri  # same champion (nothing was promoted) ...
-    s1, s2 = turn_seed("tiny-quick", ["2026-12-01"]), turn_seed("tiny-quick", ["2026-12-02"])
+    s1, s2 = derived_seed("tiny-quick", ["2026-12-01"]), derived_seed("tiny-quick", ["2026-12-02"])
     assert s1 != s2
     for ev, seed in ((first, s1), (second, s2)):  # ... re-evaluated under each turn's own seed, shared
         assert ev.champion.config.seed == ev.candidate.config.seed == seed
-        assert f"seed {seed}, derived from base model `tiny-quick`" in ev.markdown
+        assert f"seed {seed}, derived from base model `tiny-quick` and log partitions [2026-12-0" in ev.markdown
         assert "### Failure types" in ev.markdown and "greedy@1 difference" in ev.markdown
     assert not (flywheel_home.home / "eval" / "_cache").exists()
 
