@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from flywheel.evaluation.runner import Comparison, EvalReport, TaskResult, compare  # noqa: E402
-from flywheel.evaluation.suites import EvalConfig  # noqa: E402
+from flywheel.evaluation.suites import EvalConfig, eval_tasks  # noqa: E402
 from flywheel.registry.gate import GateConfig, decide  # noqa: E402
 
 GAIN = 0.05
@@ -59,7 +59,7 @@ def measured_rates(report: str | None, samples: int, home: Path) -> dict[str, np
         from flywheel.tasks.suites import HELDOUT_SIZE
 
         base = resolve_base_model("tiny-v1", FlywheelPaths(home=home))
-        cfg = Cfg(n_samples=samples, temperature=0.7, tasks_per_domain=dict(HELDOUT_SIZE))
+        cfg = Cfg(n_samples=samples, temperature=0.7, tasks_per_domain=dict(HELDOUT_SIZE), greedy=False)
         tasks = evaluate_policy(str(base.path), cfg, model="tiny-v1").to_dict()["tasks"]
     out: dict[str, list[float]] = {}
     for t in tasks:
@@ -120,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  allow_abbrev=False)
     ap.add_argument("--sims", type=int, default=1000, help="simulated turns per scenario")
-    ap.add_argument("--samples", type=int, default=8, help="samples per task of the gate's evaluation")
-    ap.add_argument("--tasks", default="math=200,code=60,agent=60", help="gate's held-out tasks per domain")
+    ap.add_argument("--samples", type=int, default=EvalConfig().n_samples,
+                    help="samples per task of the gate's evaluation (default: EvalConfig's)")
+    ap.add_argument("--tasks", default=None, help="gate's held-out tasks per domain, e.g. math=200,code=60 "
+                                                  "(default: what a default evaluation really scores)")
     ap.add_argument("--report", default=None, help="report.json to read per-task rates from (default: measure)")
     ap.add_argument("--home", default=None, help="flywheel home for the measured base model (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=0)
@@ -132,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     champ = measured_rates(args.report, args.samples, home)
     measure_s = time.perf_counter() - t0
     cand = shift_to_gain(champ, GAIN)
-    sizes = {d: int(n) for d, n in (kv.split("=") for kv in args.tasks.split(","))}
+    sizes = ({d: int(n) for d, n in (kv.split("=") for kv in args.tasks.split(","))} if args.tasks
+             else {d: len(ts) for d, ts in eval_tasks(EvalConfig()).items()})
     gate = Design("gate", sizes, args.samples, "gate")
     old = Design("previous", {"math": 60, "code": 24, "agent": 24}, 4, "point")
     print(f"per-task rates measured on {sum(r.size for r in champ.values())} held-out tasks in {measure_s:.0f}s; "
