@@ -9,6 +9,7 @@ from assets.partitions import base_models
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
 from resources.gpu import GpuResource, gpu_op_tags
+from resources.rollout import RolloutEngineResource
 from resources.storage import StorageResource
 
 EVAL_GPU = GpuSpec(count=1)
@@ -48,7 +49,8 @@ class EvalReportConfig(config_class(EvalConfig, "EvalFields", "EvalConfig's fiel
                 "With no champion yet, the base model is the champion (the 'before' numbers).",
 )
 def eval_report(
-    context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource, storage: StorageResource
+    context: dg.AssetExecutionContext, config: EvalReportConfig, gpu: GpuResource, storage: StorageResource,
+    rollout_engine: RolloutEngineResource,
 ) -> dg.MaterializeResult:
     # torch and the verifiers load with the step, not with the code location
     from flywheel.registry.candidate import evaluate_candidate, training_prompts
@@ -60,6 +62,7 @@ def eval_report(
         config.to_lib(), paths, train_prompts=prompts or [], tolerance=config.regression_tolerance,
         log_partitions=upstream_value(context, "rlvr_policy", "log_partitions"),
         device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},
+        engine=rollout_engine.factory(gpu.torch_device(EVAL_GPU)),
     )
     c = ev.candidate.contamination
     return dg.MaterializeResult(

@@ -15,6 +15,7 @@ from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
 from flywheel.train.config import GRPOConfig
 from resources.gpu import GpuResource, gpu_op_tags
+from resources.rollout import RolloutEngineResource
 from resources.storage import StorageResource
 from resources.trainer import TrainerResource
 
@@ -52,11 +53,12 @@ class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but
                 "rft_rl. Policy at models/policies/<partition>; GRPO's attempts go back to difficulty_history.",
 )
 def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
-                storage: StorageResource) -> dg.MaterializeResult:
+                storage: StorageResource, rollout_engine: RolloutEngineResource) -> dg.MaterializeResult:
     import math
 
     from flywheel.train.api import train_policy
 
+    rollout_engine.check_trainable()
     release = context.partition_key
     cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
     log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])

@@ -108,13 +108,14 @@ def turn_instance() -> dg.DagsterInstance:
     return dg.DagsterInstance.ephemeral()
 
 
-def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths) -> str:
-    """Today's production: the registry's champion serves the day's tasks; before any champion, the simulator."""
+def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths, engine: Any = "torch") -> str:
+    """Today's production: the registry's champion serves the day's tasks through `engine` (the
+    `rollout_engine` resource's factory in a turn); before any champion, the simulator."""
     from flywheel.serving.champion import make_champion_responder, serve_day
     from flywheel.tasks.traffic import simulate_day
 
     try:
-        responder = make_champion_responder(paths=paths)
+        responder = make_champion_responder(paths=paths, engine=engine)
     except LookupError:
         simulate_day(paths.raw_logs, day, cfg.records, cfg.seed)
         return "simulated-prod"
@@ -145,7 +146,7 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dic
     instance = turn_instance()
     tags = {TURN_TAG: day}
     progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
-    served_by = write_production_traffic(day, cfg, paths)
+    served_by = write_production_traffic(day, cfg, paths, engine=defs.resources["rollout_engine"].factory())
     progress(f"[turn] data side: raw_task_logs[{day}] -> task_logs -> failure_cases -> task_pool -> verifiers")
     data = defs.resolve_job_def("daily_logs_job").execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
@@ -31,6 +32,19 @@ class RolloutEngineResource(dg.ConfigurableResource):
         dev = device or resolve_device(GpuSpec(count=1), self.device)
         return build_engine("torch", model_path, device=dev, dtype=self.dtype, max_batch_size=self.max_batch_size,
                             num_threads=self.num_threads or None)
+
+
+    def factory(self, device: str | None = None) -> Callable[[str], Any]:
+        """`model_path -> engine` as configured here: what evaluation and the production responder build."""
+        return lambda model_path: self.build(model_path, device)
+
+    def check_trainable(self) -> None:
+        """GRPO samples from the policy's in-memory weights through the torch engine; say so instead of
+        silently ignoring a vLLM choice (vLLM rollouts in training need in-memory weight sync)."""
+        if self.engine != "torch":
+            raise dg.Failure(f"rollout_engine.engine={self.engine!r}: training rollouts run on the torch engine "
+                             "(they sample the policy's in-memory weights); evaluation and production traffic "
+                             "use the configured engine. Set engine=torch for runs that train.")
 
 
 def default_resources() -> dict[str, Any]:

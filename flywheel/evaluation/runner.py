@@ -22,7 +22,7 @@ import numpy as np
 from flywheel.evaluation.failures import count_failures, failure_type
 from flywheel.evaluation.metrics import Estimate, bootstrap_ci, paired_difference, pass_at_k
 from flywheel.evaluation.suites import ContaminationReport, EvalConfig, contamination, eval_tasks
-from flywheel.rollout import build_engine, generate_for_tasks
+from flywheel.rollout import EngineSpec, generate_for_tasks, open_engine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
 from flywheel.verifiers import score_batch
@@ -316,7 +316,7 @@ def _cache_key(model: str, config: EvalConfig, model_path: str = "") -> str:
 
 def evaluate_policy(
     model_path: str, config: EvalConfig | None = None, model: str | None = None,
-    train_prompts: Sequence[str] | None = None, device: str = "cpu", engine: str = "torch",
+    train_prompts: Sequence[str] | None = None, device: str = "cpu", engine: EngineSpec = "torch",
     score: ScoreFn | None = None, cache_dir: str | None = None,
 ) -> EvalReport:
     """Load the checkpoint at `model_path` into a rollout engine and evaluate it on the held-out suites.
@@ -333,7 +333,7 @@ def evaluate_policy(
         if train_prompts is not None:
             rep.contamination = contamination(eval_tasks(config), train_prompts)
         return rep
-    eng = build_engine(engine, model_path, device=device)
+    eng = open_engine(engine, model_path, device=device)
     rep = evaluate(engine_generator(eng), config, model=model, train_prompts=train_prompts, score=score)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ from flywheel.evaluation.runner import (
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+from flywheel.rollout import EngineSpec
 
 
 @dataclass
@@ -103,7 +104,7 @@ def evaluate_candidate(
     config: EvalConfig, paths: FlywheelPaths, train_prompts: Sequence[str] | None = None, tolerance: float = 0.05,
     candidate_name: str | None = None, log_partitions: Sequence[str] = (),
     device: str = "cpu", score: ScoreFn | None = None, model_name: str | None = None,
-    mlflow_tags: dict[str, str] | None = None,
+    mlflow_tags: dict[str, str] | None = None, engine: EngineSpec = "torch",
 ) -> CandidateEval:
     """Evaluate the candidate at `candidate_path` and the champion on the same tasks with the same seed;
     report and log them.
@@ -117,11 +118,11 @@ def evaluate_candidate(
     note = config.seed_note(f"base model `{base_model}` and log partitions [{', '.join(sorted(log_partitions))}]")
     reg = Registry(uri, model_name or DEFAULT_MODEL_NAME, artifact_location=paths.mlflow_artifacts.as_uri())
     champ = reg.ensure_champion(base_model_path, base_model, snapshot_root=paths.models / "registry")
-    champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score)
+    champ_rep = evaluate_policy(champ.model_path, config, model=champ.uri, device=device, score=score, engine=engine)
     if "flywheel.eval_pass_rates" not in champ.tags:
         reg.set_tags(champ.version, {"flywheel.eval_pass_rates": champ_rep.pass_rates()})
     name = candidate_name or f"candidate-{base_model}"
-    cand_rep = evaluate_policy(str(candidate_path), config, model=name, train_prompts=train_prompts,
+    cand_rep = evaluate_policy(str(candidate_path), config, model=name, train_prompts=train_prompts, engine=engine,
                                device=device, score=score)
     comparison = compare(cand_rep, champ_rep, tolerance=tolerance)
     out = eval_dir(paths, base_model)

@@ -7,7 +7,7 @@ task with the shared chat template, gives agent tasks their tool environment, an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flywheel.rollout.base import RolloutEngine, ToolEnv, ToolFactory
@@ -48,7 +48,17 @@ def build_engine(kind: str, model_path: str, device: str = "cpu", dtype: str = "
     raise ValueError(f"engine must be 'torch' or 'vllm', got {kind!r}")
 
 
+EngineSpec = str | Callable[[str], RolloutEngine]
+"""Which engine samples: a kind ("torch" | "vllm", built with defaults) or a factory over a checkpoint
+folder (e.g. the Dagster `RolloutEngineResource`'s configured `build`)."""
+
+
+def open_engine(spec: EngineSpec, model_path: str, device: str = "cpu") -> RolloutEngine:
+    """The engine `spec` names over the checkpoint at `model_path`."""
+    return spec(model_path) if callable(spec) else build_engine(spec, model_path, device=device)
+
+
 __all__ = [
     "DEFAULT_MAX_STEPS", "Rollout", "RolloutEngine", "SamplingParams", "ToolEnv", "ToolFactory", "ToolStep",
-    "build_engine", "generate_for_tasks",
+    "EngineSpec", "build_engine", "generate_for_tasks", "open_engine",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 from flywheel.evaluation.runner import ScoreFn, score_all
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
-from flywheel.rollout import build_engine, generate_for_tasks
+from flywheel.rollout import EngineSpec, generate_for_tasks, open_engine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
 from flywheel.tasks.responder import Responder, Response, response_from_text
@@ -69,10 +69,10 @@ class ChampionResponder:
     """A `BatchResponder` (and `Responder`) serving one registered model through a rollout engine."""
 
     def __init__(self, model_path: str | Path, model_id: str, config: ServeConfig | None = None,
-                 score: ScoreFn | None = None, device: str = "cpu", engine: str = "torch") -> None:
+                 score: ScoreFn | None = None, device: str = "cpu", engine: EngineSpec = "torch") -> None:
         self.model_path, self.model_id = str(model_path), model_id
         self.config = config or ServeConfig()
-        self.engine = build_engine(engine, self.model_path, device=device)
+        self.engine = open_engine(engine, self.model_path, device=device)
         self.score = score  # None: the verifiers' batch API
 
     def respond_batch(self, tasks: Sequence[Task], rng: random.Random) -> list[Response]:
@@ -100,7 +100,7 @@ class ChampionResponder:
 
 def make_champion_responder(
     paths: FlywheelPaths, tracking_uri: str | None = None, model_name: str | None = None,
-    config: ServeConfig | None = None, score: ScoreFn | None = None, device: str = "cpu", engine: str = "torch",
+    config: ServeConfig | None = None, score: ScoreFn | None = None, device: str = "cpu", engine: EngineSpec = "torch",
 ) -> ChampionResponder:
     """The responder for whatever the registry (at `tracking_uri`, else `paths`' MLflow) calls `champion` now."""
     reg = Registry(tracking_uri or paths.mlflow_uri, model_name or DEFAULT_MODEL_NAME)
