@@ -54,8 +54,10 @@ class RftConfig:
                                         "cleaner demonstrations).")
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).")
     max_tool_steps: int = option(6, "Most tool calls in one agent sample.")
-    include_logs: bool = option(True, "Also use logged production responses of the run's tasks that the "
-                                      "verifiers pass on re-verification.")
+    include_logs: bool = option(False, "Also use logged production responses of the run's tasks that the "
+                                       "verifiers pass on re-verification. Off by default: logs from another "
+                                       "model are off-policy demonstrations; measured in a turn on the tiny "
+                                       "model, with them held-out code fell 15 points, without them it rose 9.")
     log_candidates_per_task: int = option(16, "Most distinct logged responses (claimed successes) re-verified "
                                               "per task.")
     max_examples_per_task: int = option(4, "Distinct passing responses kept per task (identical ones are "

@@ -13,8 +13,8 @@ import pytest
 
 TINY = {
     "verifiers": {"max_tasks": 24},
-    "rlvr_policy": {"steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
-                    "checkpoint_every": 0},
+    "rlvr_policy": {"stage": "rl", "steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
+                    "checkpoint_every": 0},  # GRPO end to end (the RFT stage: tests/train/test_stages.py)
     "eval_report": {"n_samples": 1, "tasks_math": 4, "tasks_code": 2, "tasks_agent": 2, "max_new_tokens": 48,
                     "max_steps": 3},
 }

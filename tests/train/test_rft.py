@@ -54,7 +54,7 @@ def _warehouse(tmp_path, tasks: list[Task]):
     return wh
 
 
-CFG = RftConfig(tasks_per_domain={"math": 6, "code": 3}, samples_per_task=4, max_new_tokens=48, steps=1,
+CFG = RftConfig(tasks_per_domain={"math": 6, "code": 3}, samples_per_task=4, max_new_tokens=48, steps=1, include_logs=True,
                 batch_size=4, lr=1e-3, warmup=0)
 
 

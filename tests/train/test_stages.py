@@ -14,7 +14,8 @@ from flywheel.train.api import train_policy
 from flywheel.train.config import GRPOConfig
 from flywheel.train.rft import RftConfig
 
-RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4)
+RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4,
+                include_logs=True)
 
 
 def _logged_gold(paths, tasks) -> None:
