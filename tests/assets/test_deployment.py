@@ -50,6 +50,7 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, storage, seed
     from assets.evaluation import eval_report
     from flywheel.tasks.suites import heldout_suite, train_suite
     from resources.gpu import GpuResource
+    from resources.rollout import RolloutEngineResource
 
     torch.set_num_threads(1)
     seed_mlflow_db(flywheel_home)
@@ -63,7 +64,7 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, storage, seed
                                    "max_new_tokens": 16, "max_steps": 2}},
         "deployed_model": {"config": {"margin": 0.0}},
     }}
-    resources = {"gpu": GpuResource(device="cpu"), "storage": storage}
+    resources = {"gpu": GpuResource(device="cpu"), "storage": storage, "rollout_engine": RolloutEngineResource()}
     pool = [t.prompt for t in train_suite("math", 40)]
     _write_task_pool(flywheel_home.warehouse, [*pool, heldout_suite("math")[0].prompt])
     res = dg.materialize([eval_report, deployed_model], partition_key="tiny-test", instance=instance,

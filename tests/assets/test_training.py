@@ -8,6 +8,7 @@ import mlflow
 
 from assets.training import RlvrConfig, rlvr_policy
 from resources.gpu import GpuResource
+from resources.rollout import RolloutEngineResource
 from resources.trainer import TrainerResource
 
 
@@ -30,10 +31,11 @@ def test_rlvr_policy_materializes(flywheel_home, storage, random_tiny):
     instance.report_runless_asset_event(dg.AssetMaterialization(
         "task_pool", metadata={"log_partitions": dg.MetadataValue.json(["2026-12-01"])}))
     run_config = dg.RunConfig({"rlvr_policy": RlvrConfig(
-        steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8, domain_weights={"math": 1.0}, checkpoint_every=1)})
+        stage="rl", steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8, domain_weights={"math": 1.0}, checkpoint_every=1)})
     result = dg.materialize(
         [rlvr_policy], partition_key=release, instance=instance, run_config=run_config,
-        resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "storage": storage},
+        resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "storage": storage,
+                   "rollout_engine": RolloutEngineResource()},
     )
     assert result.success
     mat = result.asset_materializations_for_node("rlvr_policy")[0]

@@ -102,8 +102,8 @@ def test_task_set_is_pool_plus_replay_and_never_held_out(flywheel_home):
 def test_train_policy_writes_attempts_and_passes_back(flywheel_home, policy_dir):
     pool = train_suite("math", 4)
     _warehouse_with_pool(flywheel_home.warehouse, pool)
-    cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4, max_new_tokens=8, domain_weights={"math": 1.0},
-                     replay_tasks_per_domain=6, dev_every=0, num_threads=1)
+    cfg = GRPOConfig(stage="rl", steps=2, prompts_per_step=4, group_size=4, max_new_tokens=8,
+                     domain_weights={"math": 1.0}, replay_tasks_per_domain=6, dev_every=0, num_threads=1)
     res = train_policy(cfg, policy_dir, "wb", paths=flywheel_home, telemetry=OFF, log_date="2026-12-02")
     assert res.manifest["n_tasks.pool"] == 3 and res.manifest["n_tasks.replay"] == 6
     assert res.sources["tasks/pool"] + res.sources["tasks/replay"] == len(res.task_counts) > 0
