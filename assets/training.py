@@ -54,33 +54,33 @@ class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but
 )
 def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
                 storage: StorageResource, rollout_engine: RolloutEngineResource) -> dg.MaterializeResult:
-    import math
-
+    from flywheel.registry.mlflow_registry import training_start
     from flywheel.train.api import train_policy
 
     rollout_engine.check_trainable()
     release = context.partition_key
     cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
     log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])
-    res = train_policy(cfg, upstream_value(context, "base_model", "path"), release, paths=storage.paths(),
+    paths = storage.paths()
+    start, start_label = training_start(paths.mlflow_uri, release, upstream_value(context, "base_model", "path"),
+                                        cfg.init_from)
+    res = train_policy(cfg, start, release, paths=paths,
                        telemetry=storage.telemetry(), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions})
-    rewards = [h["reward/mean"] for h in res.history if "reward/mean" in h]
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
-    sound = res.finished and res.policy_dir is not None and bool(rewards) and all(map(math.isfinite, rewards))
     return dg.MaterializeResult(
         metadata={
             "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
             "log_partitions": dg.MetadataValue.json(log_partitions),
             "mlflow_run_id": res.mlflow_run_id or "", "mlflow_run": dg.MetadataValue.text(res.mlflow_run_url or ""),
             "final_reward": dg.MetadataValue.float(float(res.final_reward)),
-            "steps": res.steps_done, "wall_s": round(res.wall_s, 1), "stop_reason": res.stop_reason,
+            "trained_from": start_label, "steps": res.steps_done, "wall_s": round(res.wall_s, 1), "stop_reason": res.stop_reason,
             "lr_horizon": res.horizon, "dev_best": dg.MetadataValue.json(res.dev_best),
             "sampled": dg.MetadataValue.json(res.sources), "difficulty_rows": res.difficulty_rows,
             "reward_curve": dg.MetadataValue.md(f"![reward curve](data:image/png;base64,{png})"),
             **{k.replace("/", "_"): round(v, 4) for k, v in res.idle_shares.items()},
         },
-        check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=sound,
+        check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=res.sound,
                                            metadata={"steps": res.steps_done, "finished": res.finished})],
     )
 

@@ -284,3 +284,22 @@ def champion_base_model(tracking_uri: str, name: str = DEFAULT_MODEL_NAME) -> st
     except MlflowException:
         return None
     return mv.tags.get("flywheel.base_model") or None
+
+
+def training_start(tracking_uri: str, base_model: str, base_path: str, init_from: str = "champion",
+                   name: str = DEFAULT_MODEL_NAME) -> tuple[str, str]:
+    """(checkpoint folder, what it is) a turn trains from: the champion when it descends from `base_model`
+    (so turns compound), else the base model's own checkpoint."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    if init_from == "champion":
+        try:
+            mv = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri).get_model_version_by_alias(
+                name, CHAMPION)
+        except MlflowException:  # no registered model or no champion yet
+            mv = None
+        path = mv.tags.get("flywheel.model_path", "") if mv else ""
+        if mv is not None and mv.tags.get("flywheel.base_model") == base_model and path and Path(path).is_dir():
+            return path, f"{name}:{mv.version} (the champion)"
+    return base_path, f"base model {base_model}"

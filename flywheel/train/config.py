@@ -37,6 +37,9 @@ class GRPOConfig:
                                "flywheel.train.rft) | rl (GRPO) | rft_rl (RFT, then GRPO from its weights). "
                                "rft measured best for the tiny model (docs/training.md).",
                         choices=STAGES)
+    init_from: str = option("champion", "Where a turn's training starts: champion (the registry's champion when it "
+                                        "was trained from this base model, so turns compound; else the base "
+                                        "model) | base (always the base model).", choices=("champion", "base"))
     seed: int = option(0, "Seed for task sampling, generation and init; same seed + same data = same weights.")
     steps: int = option(120, "Number of policy updates (the learning proof runs 360).")
     time_budget_s: float = option(0.0, "Stop (and save the policy) once the run has taken this long (0 = no cap); "

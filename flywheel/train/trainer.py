@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
 import time
 from collections import Counter
@@ -94,6 +95,12 @@ class TrainResult:
     task_counts: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # task -> (domain, attempts, passes)
     sources: dict[str, int] = field(default_factory=dict)  # tasks/<source>, samples/<source> sampled
     difficulty_rows: int = 0  # rows written back to difficulty_history (train_policy does)
+
+    @property
+    def sound(self) -> bool:
+        """Finished, saved a policy, and every reward it recorded is finite (a NaN is an infrastructure fault)."""
+        rewards = [h["reward/mean"] for h in self.history if "reward/mean" in h]
+        return self.finished and self.policy_dir is not None and bool(rewards) and all(map(math.isfinite, rewards))
 
     @property
     def final_reward(self) -> float:
