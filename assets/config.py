@@ -24,6 +24,7 @@ class LibConfig(dg.Config):
     lib_class: ClassVar[type]
     lib_specs: ClassVar[tuple[FieldSpec, ...]]
     spread_fields: ClassVar[dict[str, str]]
+    nested_specs: ClassVar[dict[str, tuple[type, tuple[FieldSpec, ...]]]]
 
     def lib_values(self) -> dict[str, Any]:
         """The library fields this config holds, in the dataclass's types (tuples, dicts)."""
@@ -44,6 +45,13 @@ class LibConfig(dg.Config):
         """The frozen library config (validated at construction); `overrides` win over this config."""
         return self.lib_class(**{**self.lib_values(), **overrides})
 
+    def nested_lib(self, prefix: str, **overrides: Any) -> Any:
+        """The second library config generated under `prefix` (`config_class(nested=...)`)."""
+        cls, specs = self.nested_specs[prefix]
+        values = {s.name: (tuple(v) if s.kind is tuple else v) for s in specs
+                  for v in [getattr(self, prefix + s.name)]}
+        return cls(**{**values, **overrides})
+
 
 def _annotation(spec: FieldSpec) -> Any:
     if spec.kind is dict:
@@ -54,12 +62,14 @@ def _annotation(spec: FieldSpec) -> Any:
 
 
 def config_class(lib: type, name: str, doc: str, *, exclude: Iterable[str] = (),
-                 spread: Mapping[str, str] | None = None, module: str | None = None) -> type[LibConfig]:
+                 spread: Mapping[str, str] | None = None, module: str | None = None,
+                 nested: Mapping[str, tuple[type, Iterable[str]]] | None = None) -> type[LibConfig]:
     """A `LibConfig` subclass named `name` with one field per field of dataclass `lib`.
 
     Default and description come from the dataclass field; `spread={"tasks_per_domain": "tasks_"}`
-    gives a dict field one `tasks_<key>` field per key of its default. Subclass the result to add
-    run-only fields or to fold a resource's placement into `to_lib`.
+    gives a dict field one `tasks_<key>` field per key of its default. `nested={"rft_": (RftConfig,
+    exclude)}` adds a second dataclass's fields under a prefix (`nested_lib("rft_")` builds it).
+    Subclass the result to add run-only fields or to fold a resource's placement into `to_lib`.
     """
     spread = dict(spread or {})
     specs = tuple(field_specs(lib, exclude))
@@ -71,6 +81,12 @@ def config_class(lib: type, name: str, doc: str, *, exclude: Iterable[str] = (),
         else:
             default = list(spec.default) if spec.kind is tuple else spec.default
             fields[spec.name] = (_annotation(spec), Field(default=default, description=spec.help))
+    nested_specs: dict[str, tuple[type, tuple[FieldSpec, ...]]] = {}
+    for prefix, (sub, sub_exclude) in (nested or {}).items():
+        nested_specs[prefix] = (sub, tuple(field_specs(sub, sub_exclude)))
+        for spec in nested_specs[prefix][1]:
+            default = list(spec.default) if spec.kind is tuple else spec.default
+            fields[prefix + spec.name] = (_annotation(spec), Field(default=default, description=spec.help))
     cls = create_model(name, __base__=LibConfig, __doc__=doc, __module__=module or __name__, **fields)
-    cls.lib_class, cls.lib_specs, cls.spread_fields = lib, specs, spread
+    cls.lib_class, cls.lib_specs, cls.spread_fields, cls.nested_specs = lib, specs, spread, nested_specs
     return cls

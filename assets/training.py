@@ -14,6 +14,7 @@ from assets.metadata import latest_metadata, upstream_value
 from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
 from flywheel.train.config import GRPOConfig
+from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 from resources.gpu import GpuResource, gpu_op_tags
 from resources.rollout import RolloutEngineResource
 from resources.storage import StorageResource
@@ -27,8 +28,9 @@ PLACEMENT = ("backend", "zero_stage", "device", "num_threads")
 """`GRPOConfig` fields the resources decide (`TrainerResource`, `GpuResource`): where the run happens."""
 
 
-class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but placement.", exclude=PLACEMENT,
-                              module=__name__)):
+class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but placement, and RftConfig's.",
+                              exclude=PLACEMENT, module=__name__,
+                              nested={RFT_PREFIX: (RftConfig, RFT_RUN_FIELDS)})):
     """What the training run does (`.to_lib()` -> `GRPOConfig`, whose defaults are the measured tiny-model
     recipe); where it runs is `TrainerResource` and `GpuResource`."""
 
@@ -64,7 +66,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     paths = storage.paths()
     start, start_label = training_start(paths.mlflow_uri, release, upstream_value(context, "base_model", "path"),
                                         cfg.init_from)
-    res = train_policy(cfg, start, release, paths=paths,
+    res = train_policy(cfg, start, release, paths=paths, rft=config.nested_lib(RFT_PREFIX),
                        telemetry=storage.telemetry(), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions})
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""

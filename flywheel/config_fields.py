@@ -117,18 +117,19 @@ def _fmt_default(spec: FieldSpec) -> str:
 
 
 def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: Iterable[str] = (),
-              defaults: Mapping[str, Any] | None = None) -> list[FieldSpec]:
+              defaults: Mapping[str, Any] | None = None, prefix: str = "") -> list[FieldSpec]:
     """One `--kebab-case` flag per field of `cls`: type, default, help and choices from the field.
 
     dict fields take `KEY=VALUE,KEY=VALUE`; tuple fields take as many values as their default;
     bool fields get `--name/--no-name`. `defaults` overrides a default for this parser only
-    (a benchmark's own run length, say). Returns the specs the flags were made from.
+    (a benchmark's own run length, say). `prefix` (e.g. `rft_`) names a second config's flags apart
+    (`--rft-steps`, dest `rft_steps`). Returns the specs the flags were made from.
     """
     specs = field_specs(cls, exclude)
     for spec in specs:
         default = (defaults or {}).get(spec.name, spec.default)
         # argparse %-formats help strings; ours are plain text
-        kw: dict[str, Any] = {"dest": spec.name, "default": default, "help": spec.help.replace("%", "%%")}
+        kw: dict[str, Any] = {"dest": prefix + spec.name, "default": default, "help": spec.help.replace("%", "%%")}
         if spec.kind is bool:
             kw["action"] = argparse.BooleanOptionalAction
         elif spec.kind is dict:
@@ -139,17 +140,17 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: Iterable[s
             kw["type"] = spec.kind
             if spec.choices is not None:
                 kw["choices"] = spec.choices
-        action = parser.add_argument(spec.flag, **kw)
+        action = parser.add_argument("--" + (prefix + spec.name).replace("_", "-"), **kw)
         action.shown_default = _fmt_default(replace(spec, default=default))  # type: ignore[attr-defined]
     return specs
 
 
-def from_args(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
+def from_args(cls: type, args: argparse.Namespace, prefix: str = "", **overrides: Any) -> Any:
     """`cls` built from the parsed flags `add_flags` made (fields without a flag keep their default)."""
     kw: dict[str, Any] = {}
     for spec in field_specs(cls):
-        if hasattr(args, spec.name):
-            value = getattr(args, spec.name)
+        if hasattr(args, prefix + spec.name):
+            value = getattr(args, prefix + spec.name)
             kw[spec.name] = tuple(value) if spec.kind is tuple else value
     kw.update(overrides)
     return cls(**kw)

@@ -13,6 +13,7 @@ from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.storage import storage_from_env
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.train.config import GRPOConfig
+from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--release", default=None, help="name of the policy (default: the base model folder name)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of this release")
     add_flags(p.add_argument_group("run config (GRPOConfig)"), GRPOConfig)
+    add_flags(p.add_argument_group("the RFT stage (RftConfig; seed and device come from the run config)"),
+              RftConfig, exclude=RFT_RUN_FIELDS, prefix=RFT_PREFIX)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -33,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg = from_args(GRPOConfig, args)
+        rft = from_args(RftConfig, args, prefix=RFT_PREFIX)
     except ValueError as e:
         return fail(str(e))
     paths = storage_from_env().ensure()
@@ -44,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     elif not Path(base).is_dir():
         return fail(f"--base-model {base} is not a folder")
     release = args.release or Path(base).name
-    res = train_policy(cfg, base, release, paths=paths, resume=args.resume)
+    res = train_policy(cfg, base, release, paths=paths, resume=args.resume, rft=rft)
     out = res.to_dict()
     text = (f"trained {res.steps_done} steps in {res.wall_s:.0f}s; final reward {res.final_reward:.3f}\n"
             f"policy: {res.policy_dir}\nmlflow run: {res.mlflow_run_id} ({paths.mlflow_uri})"

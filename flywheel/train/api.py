@@ -16,7 +16,7 @@ from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
 from flywheel.train.config import GRPOConfig
 from flywheel.train.difficulty import record_difficulty, training_model_name
-from flywheel.train.rft import RftConfig
+from flywheel.train.rft_config import RftConfig
 from flywheel.train.stages import run_rft_stage
 from flywheel.train.taskset import build_task_set
 from flywheel.train.telemetry import Telemetry
@@ -60,7 +60,8 @@ def train_policy(
     parts = {"base_model": release, "task_source": source, **source_counts, **(data_partitions or {})}
     start: str | Path = base_model
     if config.stage in ("rft", "rft_rl"):
-        rft_cfg = (rft or RftConfig()).replace(seed=config.seed)
+        rft_cfg = (rft or RftConfig()).replace(seed=config.seed, device=config.device,
+                                                num_threads=config.num_threads or RftConfig().num_threads)
         out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
                                telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts)

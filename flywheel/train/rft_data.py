@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -26,11 +26,9 @@ from flywheel.rollout import generate_for_tasks
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
 from flywheel.tasks.responder import text_from_messages
+from flywheel.train.rft_config import RftConfig
 from flywheel.train.rollouts import ScoreFn
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
-
-if TYPE_CHECKING:  # annotation only: rft.py imports this module
-    from flywheel.train.rft import RftConfig
 
 Progress = Callable[[str, int, int], None]
 """`progress(phase, done, total)`: phase is "logs", "sample" or "verify"."""

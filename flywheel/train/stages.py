@@ -15,7 +15,8 @@ from typing import Any
 from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
 from flywheel.train.manifest import build_manifest
-from flywheel.train.rft import RftConfig, RftResult, run_rft
+from flywheel.train.rft import RftResult, run_rft
+from flywheel.train.rft_config import RftConfig
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import TrainResult
 

@@ -42,3 +42,19 @@ def test_cli_and_dagster_config_show_the_same_defaults_and_help(command, config,
     # and both build the same library config
     assert config().to_lib() == from_args(lib, build_parser().parse_args([command, "x"] if command == "evaluate"
                                                                           else [command]))
+
+
+def test_the_rft_stage_config_is_the_same_in_the_cli_and_dagster():
+    from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
+
+    flags, dagster = _flags("train"), RlvrConfig.model_fields
+    lib, specs = RlvrConfig.nested_specs[RFT_PREFIX]
+    assert lib is RftConfig
+    assert {s.name for s in specs} == {f.name for f in dataclasses.fields(RftConfig)} - set(RFT_RUN_FIELDS)
+    for spec in specs:
+        flag, field = flags[RFT_PREFIX + spec.name], dagster[RFT_PREFIX + spec.name]
+        assert flag.help % {} == spec.help == field.description, spec.name
+        assert flag.default == spec.default == field.default, spec.name
+    assert RlvrConfig(rft_steps=7).nested_lib(RFT_PREFIX) == RftConfig(steps=7)
+    assert from_args(RftConfig, build_parser().parse_args(["train", "--rft-steps", "7"]), prefix=RFT_PREFIX) == \
+        RftConfig(steps=7)

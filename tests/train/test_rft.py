@@ -11,7 +11,8 @@ from flywheel.logs.ingest import ingest
 from flywheel.tasks.base import Task
 from flywheel.tasks.responder import messages_from_text
 from flywheel.tasks.suites import train_suite
-from flywheel.train.rft import RftConfig, run_rft
+from flywheel.train.rft import run_rft
+from flywheel.train.rft_config import RftConfig
 from flywheel.train.rft_data import (
     Candidate,
     RftCounts,

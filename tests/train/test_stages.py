@@ -12,7 +12,7 @@ from flywheel.tasks.responder import messages_from_text
 from flywheel.tasks.suites import train_suite
 from flywheel.train.api import train_policy
 from flywheel.train.config import GRPOConfig
-from flywheel.train.rft import RftConfig
+from flywheel.train.rft_config import RftConfig
 
 RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4,
                 include_logs=True)
