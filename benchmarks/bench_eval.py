@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flywheel.tasks.suites import DOMAINS, train_suite
+from flywheel.tasks.suites import DOMAINS
 
 
 def bench_bootstrap(n_tasks: int = 200, n_boot: int = 2000) -> dict[str, float]:
@@ -52,32 +52,17 @@ def bench_scoring() -> dict[str, float]:
             "score_batch_speedup": t_one / max(t_batch, 1e-9)}
 
 
-def random_tiny(path: Path) -> Path:
-    """An untrained tiny Llama (the `tiny-quick` shape) and the project's tokenizer, saved as an HF
-    checkpoint: a policy to evaluate in seconds (its pass rates do not matter here, its cost does)."""
-    from flywheel.models.build import build_model
-    from flywheel.models.recipe import QUICK
-    from flywheel.models.tokenizer import train_tokenizer
-    from flywheel.rollout.chat import render_example
-
-    corpus = [render_example(t.domain, t.prompt, t.solution) for d in DOMAINS for t in train_suite(d, 60)]
-    tok = train_tokenizer(corpus, 400)
-    model = build_model(QUICK, len(tok), tok.pad_token_id, tok.eos_token_id, tok.bos_token_id)
-    model.save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 def bench_champion_cache() -> dict[str, float]:
     import torch
 
     from flywheel.evaluation.runner import evaluate_policy
     from flywheel.evaluation.suites import EvalConfig
+    from flywheel.models.build import build_untrained_checkpoint
 
     torch.set_num_threads(2)
     cfg = EvalConfig(n_samples=2, tasks_per_domain={"math": 6, "code": 3, "agent": 3}, max_new_tokens=48)
     with tempfile.TemporaryDirectory() as tmp:
-        path = random_tiny(Path(tmp) / "m")
+        path = build_untrained_checkpoint(Path(tmp) / "m")
         t = time.perf_counter()
         cold = evaluate_policy(str(path), cfg, model="champ:1", cache_dir=f"{tmp}/cache")
         t_cold = time.perf_counter() - t

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from flywheel.tasks.suites import DOMAINS, train_suite
+from flywheel.tasks.suites import train_suite
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -136,20 +136,9 @@ def random_tiny() -> Callable[[Path], Path]:
     """`build(path)`: an untrained tiny Llama (the `tiny-quick` shape, seeded init) and the project's
     tokenizer, saved as an HF checkpoint in `path` (seconds to build): the policy tests train, evaluate,
     register and serve when what it answers does not matter (`tiny_model_dir` is the trained one)."""
-    from flywheel.models.build import build_model
-    from flywheel.models.recipe import QUICK
-    from flywheel.models.tokenizer import train_tokenizer
-    from flywheel.rollout.chat import render_example
+    from flywheel.models.build import build_untrained_checkpoint  # heavy: torch, transformers
 
-    def build(path: Path) -> Path:
-        corpus = [render_example(t.domain, t.prompt, t.solution) for d in DOMAINS for t in train_suite(d, 60)]
-        tok = train_tokenizer(corpus, 400)
-        model = build_model(QUICK, len(tok), tok.pad_token_id, tok.eos_token_id, tok.bos_token_id)
-        model.save_pretrained(path)
-        tok.save_pretrained(path)
-        return path
-
-    return build
+    return build_untrained_checkpoint
 
 
 # --- raw logs ------------------------------------------------------------------------------------------

@@ -21,14 +21,14 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from flywheel.models.measure import measure_pass_rates
-from flywheel.models.recipe import TinyModelRecipe
+from flywheel.models.recipe import QUICK, TinyModelRecipe
 from flywheel.models.sft import supervised_finetune
 from flywheel.models.sft_data import sft_mix
 from flywheel.models.tokenizer import train_tokenizer
 from flywheel.progress import quiet_transformers_bars
 from flywheel.rollout.chat import render_example
 from flywheel.rollout.checkpoint import is_checkpoint_dir, param_count
-from flywheel.tasks.suites import train_suite
+from flywheel.tasks.suites import DOMAINS, train_suite
 
 RECIPE_FILE, BUILD_FILE = "flywheel_recipe.json", "flywheel_build.json"
 
@@ -63,6 +63,17 @@ class BuildResult:
         d = asdict(self)
         d["path"] = str(self.path)
         return d
+
+
+def build_untrained_checkpoint(path: str | Path, recipe: TinyModelRecipe | None = None) -> Path:
+    """An untrained tiny Llama (default: the `tiny-quick` shape, seeded init) and the project's tokenizer,
+    saved as an HF checkpoint in seconds: a policy for tests and benchmarks whose cost matters, not its answers."""
+    corpus = [render_example(t.domain, t.prompt, t.solution) for d in DOMAINS for t in train_suite(d, 60)]
+    tok = train_tokenizer(corpus, 400)
+    model = build_model(recipe or QUICK, len(tok), tok.pad_token_id, tok.eos_token_id, tok.bos_token_id)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return Path(path)
 
 
 def cached_build(out_dir: str | Path, recipe: TinyModelRecipe) -> BuildResult | None:
