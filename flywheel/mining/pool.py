@@ -33,12 +33,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from flywheel.logs.schema import KNOWN_DOMAINS
 from flywheel.mining.config import MiningConfig
 from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
 from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
 from flywheel.tasks.agent_tasks import render_trajectory
 from flywheel.tasks.base import Task
 from flywheel.tasks.responder import text_from_messages
+from flywheel.tasks.suites import DOMAINS, heldout_suite
 
 TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("task_id", "VARCHAR"), ("domain", "VARCHAR"), ("prompt", "VARCHAR"), ("reference", "VARCHAR"),
@@ -75,7 +77,6 @@ class PoolReport:
 
 def heldout_prompts(domains: tuple[str, ...] | None = None) -> list[tuple[str, str, str]]:
     """(domain, task_id, prompt) of every held-out evaluation task (the decontamination reference)."""
-    from flywheel.tasks.suites import DOMAINS, heldout_suite
 
     return [(t.domain, t.task_id, t.prompt) for d in (domains or DOMAINS) for t in heldout_suite(d)]
 
@@ -261,7 +262,6 @@ def last_pool_run(con: duckdb.DuckDBPyConnection) -> tuple[str | None, MiningCon
 
 def pool_coverage(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
     """domain -> (tasks the pool's model failed at least once, tasks in the pool), for verifiable domains."""
-    from flywheel.logs.schema import KNOWN_DOMAINS
 
     last = last_pool_run(con)
     if last is None or last[0] is None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from flywheel.evaluation.report import bar_chart_png, log_to_mlflow, reads_as, to_markdown, write_report
 from flywheel.evaluation.runner import (
     Comparison,
@@ -156,7 +158,6 @@ def load_candidate_eval(directory: str | Path, tolerance: float | None = None) -
 
 def training_prompts(warehouse: str | Path) -> list[str] | None:
     """Prompts of the training pool in the warehouse (`task_pool` table), None when there is none yet."""
-    import duckdb
 
     if not Path(warehouse).exists():
         return None

@@ -23,6 +23,9 @@ from typing import Any
 
 import duckdb
 
+from flywheel.mining import load_task_pool
+from flywheel.tasks.agent_env import TOOLS
+from flywheel.tasks.agent_tasks import gold_trajectory, render_trajectory
 from flywheel.verifiers.batch import ScoreItem, score_batch
 from flywheel.verifiers.cache import VerdictCache
 from flywheel.verifiers.common import TaskError, require
@@ -109,7 +112,6 @@ def task_dict(task_id: str, domain: str, prompt: str, ref: dict[str, Any]) -> di
         return {"task_id": task_id, "prompt": prompt, "entry_point": ref["entry_point"], "test": ref["test"]}
     if domain == "agent":
         require(ref, "initial_state", "goal")
-        from flywheel.tasks.agent_env import TOOLS
 
         return {"task_id": task_id, "prompt": prompt, "tools": ref.get("tools") or TOOLS,
                 "initial_state": ref["initial_state"], "goal": ref["goal"]}
@@ -129,7 +131,6 @@ def reference_response(domain: str, prompt: str, ref: dict[str, Any], solution: 
             return str(ref["solution"])
         return None
     if domain == "agent":
-        from flywheel.tasks.agent_tasks import gold_trajectory, render_trajectory
 
         try:
             return render_trajectory(ref["initial_state"], gold_trajectory(ref["initial_state"], ref["goal"]))
@@ -155,7 +156,6 @@ def build_verifiers(
     con: duckdb.DuckDBPyConnection, config: ConstructConfig | None = None, registry: VerifierRegistry | None = None
 ) -> ConstructReport:
     """Validate a verifier for every pool task and write the `verifiers` table (see module doc)."""
-    from flywheel.mining import load_task_pool
 
     cfg = config or ConstructConfig()
     reg = registry or default_registry()

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from flywheel.tasks.agent_tasks import gold_trajectory
 from flywheel.tasks.toolcalls import format_call, format_result
 
 HACKS: dict[str, str] = {
@@ -299,8 +300,6 @@ def math_probes(task: dict[str, Any]) -> list[Probe]:
 
 # --------------------------------------------------------------------------- agent
 def _gold_calls(initial: dict[str, int], goal: dict[str, int]) -> list[tuple[str, dict]]:
-    from flywheel.tasks.agent_tasks import gold_trajectory
-
     return gold_trajectory(initial, goal)
 
 
