@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from flywheel.commands.output import reserved_stdout
+
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest",
     "verify",
@@ -37,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if getattr(args, "json", False):
+        with reserved_stdout():
+            return int(args.func(args) or 0)
     return int(args.func(args) or 0)
 
 

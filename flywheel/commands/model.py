@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
+    # loaded when the command runs, so `flywheel --help` stays fast
     from flywheel.models.build import build_tiny_model
     from flywheel.models.recipe import is_tiny_release, recipe_for
 
@@ -50,6 +51,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
+    # loaded when the command runs, so `flywheel --help` stays fast
     from flywheel.models import resolve_base_model
     from flywheel.rollout import build_engine, generate_for_tasks
     from flywheel.rollout.types import SamplingParams

@@ -14,6 +14,7 @@ def tracking_uri_from(args: argparse.Namespace) -> str:
 
 
 def add_registry_flags(p: argparse.ArgumentParser) -> None:
+    # loaded when the command runs, so `flywheel --help` stays fast
     from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME
 
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking/registry URI (default: $MLFLOW_TRACKING_URI, else $FLYWHEEL_HOME/mlflow.db)")
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded when the command runs, so `flywheel --help` stays fast
     from mlflow.exceptions import MlflowException
 
     from flywheel.registry.mlflow_registry import Registry, rollback

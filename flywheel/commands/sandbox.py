@@ -30,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_exec(args: argparse.Namespace) -> int:
+    # loaded when the command runs, so `flywheel --help` stays fast
     from flywheel.sandbox import Limits, SandboxInfraError, get_sandbox
 
     path = Path(args.file)

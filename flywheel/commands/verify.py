@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.output import add_json_flag, data_stream, emit, fail
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,6 +51,7 @@ def _parse(lineno: int, line: str) -> dict[str, Any] | str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # loaded when the command runs, so `flywheel --help` stays fast
     from flywheel.verifiers.batch import ScoreItem, score_batch
     from flywheel.verifiers.cache import VerdictCache
 
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
              f"{summary['lines']} lines: {summary['passed']} passed, {summary['failed']} failed, "
              f"{summary['errors']} errors -> {args.out}")
     else:
-        sys.stdout.write(body)
+        data_stream().write(body)
         if not args.json and sys.stderr.isatty():
             sys.stderr.write(f"{summary['passed']}/{summary['lines']} passed\n")
     return 0

@@ -42,7 +42,7 @@ def bar_chart_png(reports: Mapping[str, EvalReport]) -> bytes:
     import matplotlib  # heavy: only a report that draws its chart loads it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only a chart loads matplotlib
 
     labels = list(reports)
     domains = sorted({d for r in reports.values() for d in r.metrics if d != "overall"}) + ["overall"]
@@ -186,7 +186,7 @@ def log_to_mlflow(
     exports to the environment), so evaluation cannot redirect anyone else's logging.
     """
     from mlflow import MlflowClient  # heavy: only logging a report loads it
-    from mlflow.entities import Metric, Param
+    from mlflow.entities import Metric, Param  # heavy: mlflow loads only where a run is logged
 
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(experiment)

@@ -88,7 +88,7 @@ def history_png(records: list[TurnRecord]) -> bytes:
     import matplotlib  # heavy: only the history chart loads it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only a chart loads matplotlib
 
     domains = sorted({d for r in records for d in r.after if d != "overall"}) + ["overall"]
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)

@@ -76,7 +76,7 @@ class Registry:
     """A registered model in an MLflow registry (SQLite file or server), with the champion alias."""
 
     def __init__(self, tracking_uri: str, name: str = DEFAULT_MODEL_NAME, artifact_location: str | None = None):
-        from mlflow import MlflowClient
+        from mlflow import MlflowClient  # heavy: mlflow loads only where a run is logged
 
         self.tracking_uri = tracking_uri
         self.name = name
@@ -85,7 +85,7 @@ class Registry:
         self._ensure_model()
 
     def _ensure_model(self) -> None:
-        from mlflow.exceptions import MlflowException
+        from mlflow.exceptions import MlflowException  # heavy: mlflow loads only where a run is logged
 
         try:
             self.client.get_registered_model(self.name)
@@ -181,7 +181,7 @@ class Registry:
 
     # ---- champion alias -------------------------------------------------------------
     def champion(self) -> ModelRef | None:
-        from mlflow.exceptions import MlflowException
+        from mlflow.exceptions import MlflowException  # heavy: mlflow loads only where a run is logged
 
         try:
             mv = self.client.get_model_version_by_alias(self.name, CHAMPION)
@@ -276,7 +276,7 @@ def rollback(registry: Registry, to_version: str | int | None = None) -> Rollbac
 
 def champion_base_model(tracking_uri: str, name: str = DEFAULT_MODEL_NAME) -> str | None:
     """The base model the current champion was trained from (None without a registry or champion)."""
-    from mlflow import MlflowClient
+    from mlflow import MlflowClient  # heavy: mlflow loads only where a run is logged
     from mlflow.exceptions import MlflowException
 
     try:
@@ -290,7 +290,7 @@ def training_start(tracking_uri: str, base_model: str, base_path: str, init_from
                    name: str = DEFAULT_MODEL_NAME) -> tuple[str, str]:
     """(checkpoint folder, what it is) a turn trains from: the champion when it descends from `base_model`
     (so turns compound), else the base model's own checkpoint."""
-    from mlflow import MlflowClient
+    from mlflow import MlflowClient  # heavy: mlflow loads only where a run is logged
     from mlflow.exceptions import MlflowException
 
     if init_from == "champion":

@@ -63,7 +63,7 @@ def serving_manifest(
 
 def write_serving_manifest(out_dir: str | Path, manifest: dict[str, Any]) -> dict[str, Path]:
     """`serving.json` and `serving.yaml` under `out_dir` (next to the model)."""
-    import yaml
+    import yaml  # optional: the YAML manifest is written only when asked
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ class Telemetry:
         if not self.enabled:
             return None
         import mlflow  # heavy: only a run that logs pays for it
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # heavy: mlflow loads only where a run is logged
 
         mlflow.set_tracking_uri(self.tracking_uri)
         self._client = MlflowClient(self.tracking_uri)
@@ -58,7 +58,7 @@ class Telemetry:
             return run_id
         run = self._client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags or {}))
         self.run_id = run.info.run_id
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # heavy: mlflow loads only where a run is logged
 
         items = [Param(str(k)[:250], str(v)[:6000]) for k, v in params.items()]
         for i in range(0, len(items), 90):
@@ -68,7 +68,7 @@ class Telemetry:
     def log_metrics(self, step: int, metrics: Mapping[str, float]) -> None:
         if not self.enabled or not self.run_id:
             return
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # heavy: mlflow loads only where a run is logged
 
         ts = int(time.time() * 1000)
         items = [Metric(k.replace("@", "_at_"), float(v), ts, step) for k, v in metrics.items() if _finite(v)]
@@ -107,7 +107,7 @@ def plot_reward_curve(history: Sequence[Mapping[str, float]], path: Path, title:
     import matplotlib  # heavy: only for the curve
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only a chart loads matplotlib
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
     steps = [h["step"] for h in history]

@@ -127,7 +127,7 @@ def _wrap(expr: str) -> str:
 
 def _judge(gold: str, cands: list[str]) -> dict[str, Any]:
     """Runs in a worker process: math-verify with its signal timeouts disabled."""
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # heavy: math-verify (sympy) loads in the verifier worker only
 
     def p(s: str):
         out = parse(_wrap(s), parsing_timeout=None)

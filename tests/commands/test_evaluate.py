@@ -13,6 +13,7 @@ def test_evaluate_cli_json(random_tiny, tmp_path, capsys):
 
     torch.set_num_threads(1)
     path = random_tiny(tmp_path / "tiny")
+    capsys.readouterr()  # building the checkpoint may print (transformers -> accelerate -> deepspeed's notice)
     argv = ["evaluate", str(path), "--baseline", str(path), "--n-samples", "1", "--tasks-per-domain", "math=2,agent=1",
             "--max-new-tokens", "16", "--out", str(tmp_path / "rep"), "--json"]
     assert main(argv) == 0
