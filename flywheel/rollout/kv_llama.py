@@ -6,7 +6,7 @@ of the time. This path reuses the model's own modules and weights (so `update_we
 the trainer's in-place updates apply), writes K/V into fixed buffers, and builds one
 boolean mask per step. Supported: `llama` and `qwen2` configs (RoPE via the model's own
 rotary module, GQA, q/k/v biases); anything else uses the generic `DynamicCache` path.
-`tests/test_rollout.py` checks its log-probs against a plain HF forward pass.
+`tests/rollout/test_torch_engine.py` checks its log-probs against a plain HF forward pass.
 """
 
 from __future__ import annotations
