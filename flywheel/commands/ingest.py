@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _progress(enabled: bool):
     if not enabled:
         return None, None
-    from tqdm import tqdm
+    from tqdm import tqdm  # only when a bar is drawn
 
     bar = tqdm(unit=" rows", unit_scale=True, desc="ingest", file=sys.stderr, leave=False)
     return bar, bar.update

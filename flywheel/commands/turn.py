@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
                     "project checkout or pass --project-dir")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))  # the code location is not installed: only `flywheel` is
+    # the project's code location, importable only once its root is on sys.path
     from assets.turn import TurnConfig, TurnDayError, parse_override, run_turns
     from flywheel.registry.history import history_markdown, load_history
 

@@ -8,6 +8,7 @@ that turn's shared evaluation, and the gate's decision.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -83,8 +84,6 @@ def history_markdown(records: list[TurnRecord]) -> str:
 
 def history_png(records: list[TurnRecord]) -> bytes:
     """pass@1 per domain of the champion serving after each turn; a filled marker where the champion moved."""
-    import io
-
     import matplotlib  # heavy: only the history chart loads it
 
     matplotlib.use("Agg")

@@ -18,6 +18,7 @@ base model) gets a small registration run instead. The weights' path is the
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 import uuid
@@ -64,7 +65,6 @@ def snapshot_checkpoint(src: Path, root: Path) -> Path:
     A real copy, not hard links: `save_pretrained` truncates and rewrites the same file names,
     which would change a hard-linked snapshot too.
     """
-    import shutil
 
     root.mkdir(parents=True, exist_ok=True)
     dst = root / f"{src.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"

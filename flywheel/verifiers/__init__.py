@@ -36,7 +36,7 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     """Import the scoring machinery on first use, so `flywheel.verifiers.verdict` stays light."""
     if name in _LAZY:
-        import importlib
+        import importlib  # module-level __getattr__: the lazy import itself
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'flywheel.verifiers' has no attribute {name!r}")

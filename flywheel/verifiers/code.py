@@ -132,7 +132,7 @@ class CodeVerifier:
         if self._sandbox is None:
             with self._lock:
                 if self._sandbox is None:
-                    from flywheel.sandbox import get_sandbox
+                    from flywheel.sandbox import get_sandbox  # started on first use, not on import
 
                     self._sandbox = get_sandbox()
         return self._sandbox

@@ -147,7 +147,7 @@ def _judge(gold: str, cands: list[str]) -> dict[str, Any]:
 
 def _worker_main() -> None:
     """Worker loop: one JSON request per stdin line, one JSON reply per stdout line."""
-    import logging
+    import logging  # the worker process's own setup
 
     logging.disable(logging.WARNING)  # math-verify warns on every call with timeouts disabled
     out = os.fdopen(os.dup(1), "w")

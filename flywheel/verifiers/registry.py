@@ -42,7 +42,7 @@ class VerifierRegistry:
         """The sandbox the code verifier uses (a warm pool is started on first use)."""
         with self._lock:
             if self._sandbox is None:
-                from flywheel.sandbox import get_pool
+                from flywheel.sandbox import get_pool  # the warm pool starts on first use, not on import
 
                 self._own_pool = self._sandbox = get_pool(workers=self.workers)
             return self._sandbox
@@ -53,6 +53,7 @@ class VerifierRegistry:
         v = self._verifiers.get(domain)
         if v is not None:
             return v
+        # each domain's verifier (math-verify, the sandbox, the tool env) loads when first asked for
         if domain == "math":
             from flywheel.verifiers.math import MathVerifier
 
