@@ -134,12 +134,13 @@ def _run_config(log_level: str, ops: dict[str, Any]) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops}
 
 
-def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING") -> dict[str, Any]:
+def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
+             defs: dg.Definitions | None = None) -> dict[str, Any]:
     """Run one whole turn and return its summary (`eval_before`, `eval_after`, `promoted`, `reason`, …)."""
     from assets.definitions import build_definitions
     from flywheel.registry.candidate import eval_dir, load_candidate_eval
 
-    defs = build_definitions()
+    defs = defs or build_definitions()
     paths = storage_paths(defs)
     day = cfg.day or next_day(paths)
     check_turn_day(day)  # before any data is written
@@ -180,9 +181,9 @@ def turn_days(first: str, n: int) -> list[str]:
     """`n` consecutive days from `first`, each checked to be a log partition before any turn runs."""
     if n < 1:
         raise TurnDayError(f"--turns must be >= 1, got {n}")
-    check_turn_day(first)
+    check_turn_day(first)  # a clear error for a non-date before it is parsed below
     days = [(Date.fromisoformat(first) + timedelta(days=i)).isoformat() for i in range(n)]
-    for d in days:
+    for d in days[1:]:
         check_turn_day(d)
     return days
 
@@ -196,18 +197,18 @@ def first_day(paths: FlywheelPaths, n: int) -> str:
 
 def run_turns(cfg: TurnConfig, n: int, progress=print, log_level: str = "WARNING") -> list[dict[str, Any]]:
     """`n` turns on consecutive days (every day checked first); each turn's summary, in order."""
-    paths = storage_paths()
-    days = turn_days(cfg.day or first_day(paths, n), n)
+    from assets.definitions import build_definitions
+
+    defs = build_definitions()
+    days = turn_days(cfg.day or first_day(storage_paths(defs), n), n)
     out = []
     for i, day in enumerate(days, 1):
         if n > 1:
             progress(f"[turn {i}/{n}]")
-        out.append(run_turn(replace(cfg, day=day), progress=progress, log_level=log_level))
+        out.append(run_turn(replace(cfg, day=day), progress=progress, log_level=log_level, defs=defs))
     return out
 
 
-def storage_paths(defs: dg.Definitions | None = None) -> FlywheelPaths:
+def storage_paths(defs: dg.Definitions) -> FlywheelPaths:
     """Where the Definitions' jobs read and write (the storage resource, its EnvVar fields resolved as in a run)."""
-    from assets.definitions import build_definitions
-
-    return (defs or build_definitions()).resources["storage"].process_config_and_initialize().paths()
+    return defs.resources["storage"].process_config_and_initialize().paths()

@@ -92,6 +92,7 @@ def history_png(records: list[TurnRecord]) -> bytes:
     domains = sorted({d for r in records for d in r.after if d != "overall"}) + ["overall"]
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
     turns = list(range(0, len(records) + 1))
+    moved = [i + 1 for i, r in enumerate(records) if r.promoted]
     for d in domains:
         start = records[0].before.get(d, float("nan")) if records else float("nan")
         served, value = [start], start
@@ -99,7 +100,6 @@ def history_png(records: list[TurnRecord]) -> bytes:
             value = r.after.get(d, value) if r.promoted else r.before.get(d, value)
             served.append(value)
         line, = ax.plot(turns, served, marker="o", fillstyle="none", lw=2.2 if d == "overall" else 1.2, label=d)
-        moved = [i + 1 for i, r in enumerate(records) if r.promoted]
         ax.plot(moved, [served[i] for i in moved], "o", color=line.get_color())
     ax.set_xlabel("turn (0 = base model)")
     ax.set_ylabel("pass@1 of the champion")

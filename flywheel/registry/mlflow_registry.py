@@ -274,32 +274,32 @@ def rollback(registry: Registry, to_version: str | int | None = None) -> Rollbac
     return RollbackResult(current.version if current else None, target, hist)
 
 
-def champion_base_model(tracking_uri: str, name: str = DEFAULT_MODEL_NAME) -> str | None:
-    """The base model the current champion was trained from (None without a registry or champion)."""
+def _champion_tags(tracking_uri: str, name: str) -> tuple[str, dict[str, str]] | None:
+    """(version, tags) of the `champion` alias, read without creating anything; None without one."""
     from mlflow import MlflowClient  # heavy: mlflow loads only where a run is logged
     from mlflow.exceptions import MlflowException
 
     try:
         mv = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri).get_model_version_by_alias(name, CHAMPION)
-    except MlflowException:
+    except MlflowException:  # no registered model or no champion yet
         return None
-    return mv.tags.get("flywheel.base_model") or None
+    return str(mv.version), dict(mv.tags)
+
+
+def champion_base_model(tracking_uri: str, name: str = DEFAULT_MODEL_NAME) -> str | None:
+    """The base model the current champion was trained from (None without a registry or champion)."""
+    champ = _champion_tags(tracking_uri, name)
+    return (champ[1].get("flywheel.base_model") or None) if champ else None
 
 
 def training_start(tracking_uri: str, base_model: str, base_path: str, init_from: str = "champion",
                    name: str = DEFAULT_MODEL_NAME) -> tuple[str, str]:
     """(checkpoint folder, what it is) a turn trains from: the champion when it descends from `base_model`
     (so turns compound), else the base model's own checkpoint."""
-    from mlflow import MlflowClient  # heavy: mlflow loads only where a run is logged
-    from mlflow.exceptions import MlflowException
-
-    if init_from == "champion":
-        try:
-            mv = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri).get_model_version_by_alias(
-                name, CHAMPION)
-        except MlflowException:  # no registered model or no champion yet
-            mv = None
-        path = mv.tags.get("flywheel.model_path", "") if mv else ""
-        if mv is not None and mv.tags.get("flywheel.base_model") == base_model and path and Path(path).is_dir():
-            return path, f"{name}:{mv.version} (the champion)"
+    champ = _champion_tags(tracking_uri, name) if init_from == "champion" else None
+    if champ is not None:
+        version, tags = champ
+        path = tags.get("flywheel.model_path", "")
+        if tags.get("flywheel.base_model") == base_model and path and Path(path).is_dir():
+            return path, f"{name}:{version} (the champion)"
     return base_path, f"base model {base_model}"

@@ -91,3 +91,18 @@ def test_a_turn_day_must_be_a_log_partition(tmp_path, monkeypatch, capsys):
     assert main(["turn", "--day", "2026-02-30"]) == 2
     assert "is not a date" in capsys.readouterr().err
     assert not (tmp_path / "home" / "raw_logs").exists() or not any((tmp_path / "home" / "raw_logs").iterdir())
+
+
+def test_turns_are_consecutive_days_all_checked_before_any_runs():
+    from datetime import datetime, timedelta, timezone
+
+    from assets.turn import TurnDayError, turn_days
+
+    assert turn_days("2026-11-29", 3) == ["2026-11-29", "2026-11-30", "2026-12-01"]
+    today = datetime.now(timezone.utc).date()
+    with pytest.raises(TurnDayError, match="after today"):  # the last of the run would be tomorrow
+        turn_days((today - timedelta(days=1)).isoformat(), 3)
+    with pytest.raises(TurnDayError, match="not a date"):
+        turn_days("yesterday", 2)
+    with pytest.raises(TurnDayError, match=">= 1"):
+        turn_days("2026-11-29", 0)
