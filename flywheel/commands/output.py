@@ -24,11 +24,11 @@ def reserved_stdout() -> Iterator[None]:
     """Under --json, stdout carries the command's output alone: anything a library prints meanwhile
     (DeepSpeed's accelerator notice, a progress line) goes to stderr instead of breaking the JSON."""
     global _data_stream
-    _data_stream = sys.stdout
+    real = _data_stream = sys.stdout
     # log handlers made earlier hold stdout itself (DeepSpeed's does): point them at stderr meanwhile
     handlers = [h for lg in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
                 for h in getattr(lg, "handlers", ()) if isinstance(h, logging.StreamHandler)
-                and getattr(h, "stream", None) is sys.stdout]
+                and getattr(h, "stream", None) is real]
     for h in handlers:
         h.setStream(sys.stderr)
     try:
@@ -37,7 +37,7 @@ def reserved_stdout() -> Iterator[None]:
     finally:
         _data_stream = None
         for h in handlers:
-            h.setStream(_data_stream or sys.stdout)
+            h.setStream(real)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

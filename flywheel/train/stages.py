@@ -7,7 +7,6 @@ where GRPO starts).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,21 +20,21 @@ from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import TrainResult
 
 
+def count_metrics(result: RftResult) -> dict[str, int]:
+    """The stage's candidate counts (sampled, verified, passed, kept examples, ...) as `rft/<count>`."""
+    return {f"rft/{k}": int(v) for k, v in result.counts.to_dict().items() if isinstance(v, (int, float))}
+
+
 def rft_train_result(result: RftResult, run_id: str | None, run_url: str | None) -> TrainResult:
     """An RFT run in the trainer's result shape: its 'reward' is the share of candidates the verifiers passed."""
-    c = result.counts.to_dict()
-    verified = max(1, int(c.get("verified", 0)))
-    history = [{"step": i + 1, "rft/loss": loss} for i, loss in enumerate(result.losses)]
-    pass_share = float(c.get("passed", 0)) / verified
-    if history:
-        history[-1]["reward/mean"] = pass_share
-    else:
-        history = [{"step": 0, "reward/mean": pass_share}]
+    pass_share = result.counts.passed / max(1, result.counts.verified)
+    history: list[dict[str, float]] = [{"step": i + 1, "rft/loss": loss} for i, loss in enumerate(result.losses)]
+    history = history or [{"step": 0}]
+    history[-1]["reward/mean"] = pass_share
     return TrainResult(
         policy_dir=result.output_dir, steps_done=len(result.losses), history=history, mlflow_run_id=run_id,
         mlflow_run_url=run_url, curve_png=None, idle_shares={}, wall_s=result.wall_s,
-        checkpoint_dir=result.output_dir, cpu_s=result.cpu_s, stop_reason="steps",
-        sources={f"rft/{k}": int(v) for k, v in c.items() if isinstance(v, (int, float))})
+        checkpoint_dir=result.output_dir, cpu_s=result.cpu_s, stop_reason="steps", sources=count_metrics(result))
 
 
 def run_rft_stage(
@@ -49,7 +48,6 @@ def run_rft_stage(
     params = {**{f"rft.{k}": v for k, v in config.to_dict().items()},
               **{f"manifest.{k}": v for k, v in manifest.items()}}
     run_id = tele.start(run_name, params, tags={"flywheel.stage": "rft"})
-    t0 = time.perf_counter()
     try:
         result = run_rft(config, base_model, tasks, out_dir, warehouse=paths.warehouse)
     except BaseException:
@@ -57,9 +55,7 @@ def run_rft_stage(
         raise
     for i, loss in enumerate(result.losses):
         tele.log_metrics(i + 1, {"rft/loss": loss})
-    counts = result.counts.to_dict()
-    tele.log_metrics(len(result.losses), {f"rft/{k}": float(v) for k, v in counts.items()
-                                          if isinstance(v, (int, float))} | {"final/wall_s": time.perf_counter() - t0})
+    tele.log_metrics(len(result.losses), {**count_metrics(result), "final/wall_s": result.wall_s})
     tele.log_dict(result.to_dict(), "rft_result.json")
     tele.finish()
     return rft_train_result(result, run_id, tele.run_url())
