@@ -6,6 +6,7 @@ from pydantic import Field
 from assets.config import config_class
 from assets.metadata import upstream_value
 from assets.partitions import base_models
+from flywheel.evaluation.runner import REGRESSION_TOLERANCE
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
 from resources.gpu import GpuResource, gpu_op_tags
@@ -22,7 +23,7 @@ class EvalReportConfig(config_class(EvalConfig, "EvalFields", "EvalConfig's fiel
     """What the evaluation runs (`.to_lib()` -> `EvalConfig`, whose defaults a turn uses; `tasks_<domain>`
     fields are its `tasks_per_domain`); logged as MLflow params."""
 
-    regression_tolerance: float = Field(default=0.05, description="largest pass@1 drop vs the champion, per "
+    regression_tolerance: float = Field(default=REGRESSION_TOLERANCE, description="largest pass@1 drop vs the champion, per "
                                                                   "domain, before the asset check warns")
 
 

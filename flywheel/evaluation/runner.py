@@ -276,7 +276,11 @@ def _paired(candidate: dict[str, float], baseline: dict[str, float], cfg: EvalCo
                              n_boot=cfg.n_boot, alpha=cfg.alpha, seed=cfg.seed)
 
 
-def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = 0.05) -> Comparison:
+REGRESSION_TOLERANCE = 0.05
+"""Largest per-domain pass@1 drop a comparison does not flag as a regression (a warning; the gate decides)."""
+
+
+def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = REGRESSION_TOLERANCE) -> Comparison:
     """Paired pass@1 differences on the tasks both reports share; a domain regresses if it drops by > `tolerance`."""
     cfg = candidate.config
     diffs: dict[str, Estimate] = {}

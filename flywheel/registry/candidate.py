@@ -20,6 +20,7 @@ import duckdb
 
 from flywheel.evaluation.report import bar_chart_png, log_to_mlflow, reads_as, to_markdown, write_report
 from flywheel.evaluation.runner import (
+    REGRESSION_TOLERANCE,
     Comparison,
     EvalReport,
     ScoreFn,
@@ -103,7 +104,7 @@ def eval_dir(paths: FlywheelPaths, base_model: str) -> Path:
 
 def evaluate_candidate(
     candidate_path: str | Path, base_model: str, base_model_path: str | Path,
-    config: EvalConfig, paths: FlywheelPaths, train_prompts: Sequence[str] | None = None, tolerance: float = 0.05,
+    config: EvalConfig, paths: FlywheelPaths, train_prompts: Sequence[str] | None = None, tolerance: float = REGRESSION_TOLERANCE,
     candidate_name: str | None = None, log_partitions: Sequence[str] = (),
     device: str = "cpu", score: ScoreFn | None = None, model_name: str | None = None,
     mlflow_tags: dict[str, str] | None = None, engine: EngineSpec = "torch",
@@ -151,7 +152,7 @@ def load_candidate_eval(directory: str | Path, tolerance: float | None = None) -
     payload = json.loads((d / "report.json").read_text())
     meta = json.loads((d / "meta.json").read_text())
     cand, champ = report_from_dict(payload["candidate"]), report_from_dict(payload["baseline"])
-    comparison = compare(cand, champ, tolerance=meta.get("tolerance", 0.05) if tolerance is None else tolerance)
+    comparison = compare(cand, champ, tolerance=meta.get("tolerance", REGRESSION_TOLERANCE) if tolerance is None else tolerance)
     return CandidateEval(cand, champ, comparison, meta["champion_uri"], d, meta.get("eval_run_id"),
                          (d / "report.md").read_text(), meta.get("seed_note", ""))
 
