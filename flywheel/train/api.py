@@ -51,7 +51,7 @@ def train_policy(
     `config.seed`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one)."""
     source, dev = "given", None
     if tasks is None:
-        data = build_task_set(paths.warehouse, config)
+        data = build_task_set(paths.warehouse, config, log_date=log_date)
         tasks, dev, source = data.tasks, data.dev, data.source
         pass_rates = {**data.pass_rates, **(pass_rates or {})}
         source_counts = {f"tasks_{k}": v for k, v in data.counts().items()}
@@ -66,11 +66,17 @@ def train_policy(
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
                                telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts)
         if config.stage == "rft":
-            return result
+            return write_back(result, paths, release, log_date)
         start = out
     inputs = RunInputs(start, tasks, paths, name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
                        pass_rates=pass_rates, data_partitions=parts, dev_tasks=dev)
-    result = train_rlvr(config, inputs, telemetry=telemetry, resume=resume)
+    return write_back(train_rlvr(config, inputs, telemetry=telemetry, resume=resume), paths, release, log_date)
+
+
+def write_back(result: TrainResult, paths: FlywheelPaths, release: str,
+               log_date: dt.date | str | None) -> TrainResult:
+    """Upsert a finished run's per-task attempts and passes into `difficulty_history` (the next turn's
+    replay choice and the next pool's difficulty start from them)."""
     if result.finished:
         day = log_date or dt.datetime.now(dt.timezone.utc).date()
         result.difficulty_rows = record_difficulty(paths.warehouse, result.task_counts,

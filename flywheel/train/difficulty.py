@@ -19,10 +19,12 @@ import pyarrow as pa
 
 from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
 
+TRAINING_SUFFIX = "/rlvr-train"
+
 
 def training_model_name(release: str) -> str:
     """The `model` of a training run's rows: the policy in training from base model `release`."""
-    return f"{release}/rlvr-train"
+    return f"{release}{TRAINING_SUFFIX}"
 
 
 def record_difficulty(
@@ -68,3 +70,16 @@ def history_pass_rates(con: duckdb.DuckDBPyConnection, task_ids: Iterable[str]) 
         WHERE list_contains($ids, task_id) AND attempts > 0 GROUP BY task_id
     """, {"ids": ids}).fetchall()
     return {t: float(p) for t, p in rows}
+
+
+def training_attempts(con: duckdb.DuckDBPyConnection, before: dt.date | str | None = None) -> dict[str, int]:
+    """task_id -> attempts training runs (any release) wrote back for days before `before` (None: every
+    day): what replay rotates past. A re-run of a day ignores that day's own rows, so it picks the same tasks."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if "difficulty_history" not in tables:
+        return {}
+    day = dt.date.fromisoformat(before) if isinstance(before, str) else before
+    rows = con.execute(f"""SELECT task_id, sum(attempts) FROM difficulty_history
+                           WHERE model LIKE '%{TRAINING_SUFFIX}' AND ($day IS NULL OR log_date < $day)
+                           GROUP BY task_id""", {"day": day}).fetchall()
+    return {t: int(a) for t, a in rows}

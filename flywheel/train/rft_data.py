@@ -67,9 +67,17 @@ class RftCounts:
     examples: int = 0
     tasks_with_examples: int = 0
     by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
+    # task_id -> (domain, policy samples, passing ones): written back to difficulty_history, not logged
+    task_counts: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("task_counts")
+        return d
+
+    def _attempt(self, task: Task, passed: bool) -> None:
+        domain, attempts, passes = self.task_counts.get(task.task_id, (task.domain, 0, 0))
+        self.task_counts[task.task_id] = (domain, attempts + 1, passes + int(passed))
 
     def _bump(self, domain: str, key: str, n: int = 1) -> None:
         setattr(self, key, getattr(self, key) + n)
@@ -228,6 +236,9 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
     verify(candidates, score_fn, progress)
     for c in candidates:
         counts._bump(c.task.domain, "verified")
-        if c.source == "logs" and c.verdict is not None and c.verdict.passed:
+        passed = c.verdict is not None and c.verdict.passed
+        if c.source == "logs" and passed:
             counts._bump(c.task.domain, "log_passed")
+        elif c.source == "policy":
+            counts._attempt(c.task, passed)
     return select_examples(candidates, config.max_examples_per_task, config.seed, counts), counts

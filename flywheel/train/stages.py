@@ -34,7 +34,8 @@ def rft_train_result(result: RftResult, run_id: str | None, run_url: str | None)
     return TrainResult(
         policy_dir=result.output_dir, steps_done=len(result.losses), history=history, mlflow_run_id=run_id,
         mlflow_run_url=run_url, curve_png=None, idle_shares={}, wall_s=result.wall_s,
-        checkpoint_dir=result.output_dir, cpu_s=result.cpu_s, stop_reason="steps", sources=count_metrics(result))
+        checkpoint_dir=result.output_dir, cpu_s=result.cpu_s, stop_reason="steps", sources=count_metrics(result),
+        task_counts=dict(result.counts.task_counts))
 
 
 def run_rft_stage(

@@ -4,9 +4,11 @@
   `1 - difficulty` (the pool's Beta posterior, which already folds in `difficulty_history`);
 - dev: `dev_split` (flywheel.train.dev), disjoint from the pool, drawn first so a small suite
   (code has ~120 train tasks) always leaves some for it;
-- replay: the first `replay_tasks_per_domain` tasks of each weighted domain's train suite that are
-  neither in the pool nor in the dev split (`meta["source"] = "replay"`; a train suite never holds a
-  held-out prompt), prior pass rate from their `difficulty_history` where they have one.
+- replay: `replay_tasks_per_domain` tasks of each weighted domain's train suite that are neither in
+  the pool nor in the dev split (`meta["source"] = "replay"`; a train suite never holds a held-out
+  prompt), those earlier training runs attempted least first (their `difficulty_history` rows), so
+  consecutive turns rotate through the suite instead of re-learning one slice; prior pass rate from
+  that history where a task has one.
 
 Without a pool (a fresh machine), replay is all there is: `fallback_per_domain` tasks per domain.
 """
@@ -14,7 +16,8 @@ Without a pool (a fresh machine), replay is all there is: `fallback_per_domain` 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from flywheel.tasks.base import Task
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.dev import dev_split
-from flywheel.train.difficulty import history_pass_rates
+from flywheel.train.difficulty import history_pass_rates, training_attempts
 
 
 @dataclass
@@ -52,12 +55,22 @@ def tagged(tasks: Sequence[Task], source: str) -> list[Task]:
     return [dataclasses.replace(t, meta={**t.meta, "source": source}) for t in tasks]
 
 
-def replay_tasks(domains: Sequence[str], n: int, exclude: set[str]) -> list[Task]:
-    """The first `n` train-suite tasks per domain not in `exclude` (fewer where the suite runs out)."""
+REPLAY_WINDOW = 4
+"""Replay picks from the first `REPLAY_WINDOW * n` tasks of a train suite, so turns rotate through it."""
+
+
+def replay_tasks(domains: Sequence[str], n: int, exclude: set[str],
+                 attempts: Mapping[str, int] | None = None) -> list[Task]:
+    """`n` train-suite tasks per domain not in `exclude` (fewer where the suite runs out): those earlier
+    training runs attempted least (`attempts`, from `difficulty_history`) first, suite order breaking ties,
+    so each turn replays tasks its predecessors have not trained on yet."""
+    seen = attempts or {}
     out: list[Task] = []
     for d in domains:
         if n > 0:
-            out.extend(tagged([t for t in train_suite(d, n + len(exclude)) if t.task_id not in exclude][:n], "replay"))
+            window = [t for t in train_suite(d, REPLAY_WINDOW * n + len(exclude)) if t.task_id not in exclude]
+            order = sorted(range(len(window)), key=lambda i: (seen.get(window[i].task_id, 0), i))
+            out.extend(tagged([window[i] for i in sorted(order[:n])], "replay"))
     return out
 
 
@@ -79,25 +92,27 @@ def mined_pool(warehouse: Path | None, domains: Sequence[str]) -> list[Task]:
         con.close()
 
 
-def _history(warehouse: Path | None, tasks: Sequence[Task]) -> dict[str, float]:
-    if warehouse is None or not Path(warehouse).exists() or not tasks:
+def _history(warehouse: Path | None, read: Callable[[duckdb.DuckDBPyConnection], dict]) -> dict:
+    if warehouse is None or not Path(warehouse).exists():
         return {}
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        return history_pass_rates(con, [t.task_id for t in tasks])
+        return read(con)
     finally:
         con.close()
 
 
-def build_task_set(warehouse: Path | None, config: GRPOConfig, fallback_per_domain: int = 400) -> TaskSet:
-    """The run's task set for `config`'s weighted domains (see module doc)."""
+def build_task_set(warehouse: Path | None, config: GRPOConfig, fallback_per_domain: int = 400,
+                   log_date: dt.date | str | None = None) -> TaskSet:
+    """The run's task set for `config`'s weighted domains (see module doc); replay rotates past the
+    tasks training runs of days before `log_date` attempted (None: of every day)."""
     domains = [d for d, w in config.domain_weights.items() if w > 0]
     pool = mined_pool(warehouse, domains)
     pool_ids = {t.task_id for t in pool}
     dev = dev_split(domains, config.dev_tasks_per_domain, pool_ids) if config.dev_every else []
     taken = pool_ids | {t.task_id for t in dev}
     n_replay = config.replay_tasks_per_domain if pool else max(config.replay_tasks_per_domain, fallback_per_domain)
-    replay = replay_tasks(domains, n_replay, taken)
+    replay = replay_tasks(domains, n_replay, taken, _history(warehouse, lambda con: training_attempts(con, log_date)))
     prior = {t.task_id: 1.0 - float(t.meta["difficulty"]) for t in pool if t.meta.get("difficulty") is not None}
-    prior.update(_history(warehouse, replay))
+    prior.update(_history(warehouse, lambda con: history_pass_rates(con, [t.task_id for t in replay])))
     return TaskSet(pool + replay, prior, "task_pool" if pool else "train_suites", dev)

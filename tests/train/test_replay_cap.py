@@ -14,9 +14,9 @@ from flywheel.tasks.base import Task
 from flywheel.tasks.suites import DOMAINS, heldout_suite, is_heldout_prompt, train_suite
 from flywheel.train.api import train_policy
 from flywheel.train.config import GRPOConfig
-from flywheel.train.difficulty import history_pass_rates, training_model_name
+from flywheel.train.difficulty import history_pass_rates, record_difficulty, training_model_name
 from flywheel.train.scheduler import Group, TaskScheduler
-from flywheel.train.taskset import build_task_set, tagged
+from flywheel.train.taskset import build_task_set, replay_tasks, tagged
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
@@ -122,3 +122,20 @@ def test_train_policy_writes_attempts_and_passes_back(flywheel_home, policy_dir)
     n = con.execute("SELECT count(*) FROM difficulty_history WHERE model = ?", [training_model_name("wb")]).fetchone()
     assert n[0] == len(rows)
     con.close()
+
+
+def test_replay_moves_on_to_tasks_earlier_runs_have_not_trained_on(flywheel_home):
+    suite = [t.task_id for t in train_suite("math", 30)]
+    first = [t.task_id for t in replay_tasks(["math"], 5, set())]
+    assert first == suite[:5]  # nothing trained yet: the suite's first tasks
+    record_difficulty(flywheel_home.warehouse, {t: ("math", 8, 3) for t in first[:3]},
+                      training_model_name("tiny-v1"), "2026-12-01")
+    record_difficulty(flywheel_home.warehouse, {suite[6]: ("math", 4, 0)}, "tiny-v1", "2026-12-01")  # a served model
+    cfg = GRPOConfig(domain_weights={"math": 1.0}, replay_tasks_per_domain=5, dev_every=0)
+    data = build_task_set(flywheel_home.warehouse, cfg, fallback_per_domain=5, log_date="2026-12-02")
+    # the three trained tasks give way to the next untrained ones; a served model's rows do not count
+    assert [t.task_id for t in data.tasks] == [suite[i] for i in (3, 4, 5, 6, 7)]
+    assert data.pass_rates == {suite[6]: pytest.approx(1 / 6)}  # the scheduler's prior reads every model's rows
+    # a re-run of the day the rows were written for ignores them: the same inputs pick the same tasks
+    again = build_task_set(flywheel_home.warehouse, cfg, fallback_per_domain=5, log_date="2026-12-01")
+    assert [t.task_id for t in again.tasks] == suite[:5]

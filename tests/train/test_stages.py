@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import mlflow
 import pytest
 
@@ -12,6 +13,7 @@ from flywheel.tasks.responder import messages_from_text
 from flywheel.tasks.suites import train_suite
 from flywheel.train.api import train_policy
 from flywheel.train.config import GRPOConfig
+from flywheel.train.difficulty import training_model_name
 from flywheel.train.rft_config import RftConfig
 
 RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4,
@@ -45,6 +47,15 @@ def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywh
     run = mlflow.MlflowClient(flywheel_home.mlflow_uri).get_run(res.mlflow_run_id)
     assert run.data.tags["flywheel.stage"] == "rft" and "rft/examples" in run.data.metrics
     assert res.sources["rft/examples"] >= 6 and res.sources["rft/log_passed"] >= 6
+    # the policy's own samples are written back: 4 attempts per task, passes among them
+    assert set(res.task_counts) == {t.task_id for t in train_suite("math", 6)}
+    assert all(d == "math" and a == 4 and 0 <= p <= 4 for d, a, p in res.task_counts.values())
+    assert res.difficulty_rows == 6
+    con = duckdb.connect(str(flywheel_home.warehouse), read_only=True)
+    rows = con.execute("SELECT task_id, attempts, passes FROM difficulty_history WHERE model = ?",
+                       [training_model_name("tiny-quick")]).fetchall()
+    con.close()
+    assert {r[0]: (r[1], r[2]) for r in rows} == {t: (a, p) for t, (_, a, p) in res.task_counts.items()}
 
 
 def test_rft_rl_starts_grpo_from_the_rft_weights(tiny_model_dir, flywheel_home, seed_mlflow_db):
