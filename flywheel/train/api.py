@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,17 @@ from flywheel.train.trainer import RunInputs, TrainResult, train_rlvr
 def policy_dir(paths: FlywheelPaths, release: str) -> Path:
     """Where the policy trained from base model `release` lives (the evaluation stage reads it)."""
     return paths.models / "policies" / release
+
+
+def day_seed(seed: int, log_date: dt.date | str | None) -> int:
+    """The RFT stage's seed for the turn of `log_date`: `seed` itself without a day, else one derived from
+    both, so a turn does not replay the previous turn's random stream (task choice, sampling, batch order)
+    while a re-run of the same day reproduces it. Measured on tiny-v1: a second RFT round on fresh tasks
+    with the first round's seed gained 3.4 held-out math points less than with a fresh seed."""
+    if log_date is None:
+        return seed
+    blob = f"rft:{seed}:{log_date}".encode()
+    return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") >> 1
 
 
 def train_policy(
@@ -48,7 +60,7 @@ def train_policy(
 
     `tasks` None: the mined pool mixed with replay, and its dev split (`build_task_set`). `config.stage`
     chains the stages: `rft` (its own MLflow run; `rft` config, default `RftConfig()` seeded with
-    `config.seed`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one)."""
+    `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one)."""
     source, dev = "given", None
     if tasks is None:
         data = build_task_set(paths.warehouse, config, log_date=log_date)
@@ -60,7 +72,7 @@ def train_policy(
     parts = {"base_model": release, "task_source": source, **source_counts, **(data_partitions or {})}
     start: str | Path = base_model
     if config.stage in ("rft", "rft_rl"):
-        rft_cfg = (rft or RftConfig()).replace(seed=config.seed, device=config.device,
+        rft_cfg = (rft or RftConfig()).replace(seed=day_seed(config.seed, log_date), device=config.device,
                                                 num_threads=config.num_threads or RftConfig().num_threads)
         out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",

@@ -77,8 +77,8 @@ class GRPOConfig:
     max_tool_steps: int = option(6, "Most tool calls in one agent rollout.")
     # data: what the run samples from
     replay_tasks_per_domain: int = option(
-        256, "Tasks per weighted domain from its train suite (never held-out) mixed with the mined pool, so a "
-             "turn does not memorise a small mined slice (0 = pool only).")
+        1536, "Tasks per weighted domain from its train suite (never held-out) mixed with the mined pool, so a "
+              "turn does not memorise a small mined slice and RFT has fresh tasks each turn (0 = pool only).")
     replay_share: float = option(0.5, "Share of a domain's draws taken from replay while the domain has both "
                                       "pool and replay tasks under the cap (the rest from the pool).")
     max_samples_per_task: int = option(64, "Most responses sampled for one task in one run; the scheduler stops "

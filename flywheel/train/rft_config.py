@@ -21,13 +21,14 @@ class RftConfig:
     """What one RFT run does: which candidates it draws, which it keeps, how it fine-tunes.
 
     The defaults are the recipe measured on tiny-v1 (docs/training.md, "Rejection-sampling
-    fine-tuning"): ~2 minutes on one CPU thread, held-out math +8.1 points at T=0.7.
+    fine-tuning" and "Turns that compound"): ~2 minutes on one CPU thread; 1500 fresh math tasks a turn
+    instead of 300 lifted the held-out math ceiling of repeated rounds from ~0.74 to 0.77 at T=0.7.
     """
 
     seed: int = option(0, "Seed for task choice, sampling, the per-task cap and SFT batch order.")
     # candidates
     tasks_per_domain: dict[str, int] = option(
-        {"math": 300, "code": 150, "agent": 0},
+        {"math": 1500, "code": 150, "agent": 0},
         "Most of the run's tasks sampled per domain (seeded choice); 0 or absent: the domain gets no policy "
         "samples.")
     samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).")
@@ -44,7 +45,7 @@ class RftConfig:
     max_examples_per_task: int = option(4, "Distinct passing responses kept per task (identical ones are "
                                            "deduplicated first), so easy tasks do not dominate the data.")
     # SFT
-    steps: int = option(150, "SFT optimizer steps on the kept responses.")
+    steps: int = option(400, "SFT optimizer steps on the kept responses.")
     lr: float = option(1e-4, "Peak AdamW learning rate (linear warmup, then cosine decay to 10%).")
     batch_size: int = option(16, "Examples per SFT step.")
     warmup: int = option(5, "Linear LR warmup steps.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import duckdb
@@ -11,7 +12,7 @@ import pytest
 from flywheel.logs.ingest import ingest
 from flywheel.tasks.responder import messages_from_text
 from flywheel.tasks.suites import train_suite
-from flywheel.train.api import train_policy
+from flywheel.train.api import day_seed, train_policy
 from flywheel.train.config import GRPOConfig
 from flywheel.train.difficulty import training_model_name
 from flywheel.train.rft_config import RftConfig
@@ -71,3 +72,11 @@ def test_rft_rl_starts_grpo_from_the_rft_weights(tiny_model_dir, flywheel_home, 
 def test_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="stage"):
         GRPOConfig(stage="ppo")
+
+
+def test_each_day_gets_its_own_rft_seed_and_a_rerun_of_a_day_the_same():
+    assert day_seed(0, None) == 0 and day_seed(5, None) == 5  # no day: the configured seed as given
+    days = [day_seed(0, f"2026-12-0{i}") for i in range(1, 4)]
+    assert len(set(days)) == 3 and all(0 <= s < 2**31 for s in days)
+    assert day_seed(0, "2026-12-01") == days[0] == day_seed(0, dt.date(2026, 12, 1))
+    assert day_seed(1, "2026-12-01") != days[0]
