@@ -53,8 +53,8 @@ THREADS = 1
 """torch intra-op threads for both trainers (fairness; on a shared 2-core box 2 threads spin-wait)."""
 
 DEFAULT_STEPS = 60
-"""Half a turn's 120 steps, so the whole bench (both trainings, three evaluations) fits 10 minutes on 2 CPU cores
-even while other work shares them: each trainer takes ~1.2-1.3 CPU s/step, 2-3x that in wall time on a loaded box."""
+"""Half the RL recipe's 120 steps: the whole bench (both trainings, three evaluations) takes ~1.5 minutes on 2 quiet
+CPU cores (flywheel ~0.45, TRL ~0.8 CPU s/step), 2-3x that in wall time on a loaded box."""
 
 
 FLYWHEEL_SPEED = {"off_policy_pipeline": True, "max_refill_rounds": 0}
