@@ -188,11 +188,18 @@ def turn_days(first: str, n: int) -> list[str]:
     return days
 
 
+FRESH_HOME_DAYS = 3
+"""A home without logs starts this many days before today's end (or `--turns N` days, if more), so `make flywheel`
+then two more `flywheel turn` runs walk three consecutive days up to today; a fourth says the next day opens
+tomorrow. The demo's traffic is simulated; real logs name their own days."""
+
+
 def first_day(paths: FlywheelPaths, n: int) -> str:
-    """Where `n` consecutive turns start: after the newest log day, or with none yet, so the last one is today."""
+    """Where `n` consecutive turns start: after the newest log day, or with none yet, `max(n, FRESH_HOME_DAYS) - 1`
+    days before today."""
     if any(paths.raw_logs.glob("????-??-??")):
         return next_day(paths)
-    return (datetime.now(timezone.utc).date() - timedelta(days=n - 1)).isoformat()
+    return (datetime.now(timezone.utc).date() - timedelta(days=max(n, FRESH_HOME_DAYS) - 1)).isoformat()
 
 
 def run_turns(cfg: TurnConfig, n: int, progress=print, log_level: str = "WARNING") -> list[dict[str, Any]]:

@@ -106,3 +106,18 @@ def test_turns_are_consecutive_days_all_checked_before_any_runs():
         turn_days("yesterday", 2)
     with pytest.raises(TurnDayError, match=">= 1"):
         turn_days("2026-11-29", 0)
+
+
+def test_a_fresh_home_starts_early_enough_for_three_single_turns(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    from assets.turn import FRESH_HOME_DAYS, first_day, next_day
+    from flywheel.paths import FlywheelPaths
+
+    paths = FlywheelPaths(home=tmp_path / "home").ensure()
+    today = datetime.now(timezone.utc).date()
+    start = first_day(paths, 1)  # `make flywheel` on a fresh clone
+    assert start == (today - timedelta(days=FRESH_HOME_DAYS - 1)).isoformat()
+    assert first_day(paths, 5) == (today - timedelta(days=4)).isoformat()  # --turns 5 ends today
+    (paths.raw_logs / start).mkdir(parents=True)
+    assert first_day(paths, 1) == next_day(paths) == (today - timedelta(days=FRESH_HOME_DAYS - 2)).isoformat()
