@@ -78,3 +78,45 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
     batch = pa.Table.from_batches(batch.to_batches(max_chunksize=SCAN_CHUNK))
     batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))  # blank: not records
     return batch, bad
+
+
+def is_json_array(src: SourceFile) -> bool:
+    """True for a `.json` / `.json.gz` file that is one JSON array of records (its first non-blank
+    character is `[`) rather than JSON Lines."""
+    if not src.path.lower().endswith((".json", ".json.gz")):
+        return False
+    compression = "detect" if src.path.endswith(".gz") else None
+    with src.fs.open_input_stream(src.path, compression=compression) as f:
+        head = f.read(4096)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+
+
+def json_array_batches(src: SourceFile, batch_records: int) -> Iterator[pa.Table]:
+    """The records of a JSON array file as tables of (`line_no` = 1-based index in the array, `line` =
+    the record as compact JSON text), `batch_records` at a time. The whole file is parsed here, at once:
+    for exports larger than memory, write JSON Lines. Raises ValueError saying where a malformed
+    array breaks."""
+    compression = "detect" if src.path.endswith(".gz") else None
+    with src.fs.open_input_stream(src.path, compression=compression) as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"invalid UTF-8 at byte {e.start}; re-encode the file as UTF-8") from e
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not a valid JSON array: {e.msg} at line {e.lineno} column {e.colno}") from e
+    except RecursionError as e:
+        raise ValueError("not a valid JSON array: nested too deeply") from e
+    if not isinstance(records, list):
+        raise ValueError("expected a JSON array of records")
+    return _record_batches(records, batch_records)
+
+
+def _record_batches(records: list, batch_records: int) -> Iterator[pa.Table]:
+    for start in range(0, len(records), batch_records):
+        part = records[start:start + batch_records]
+        yield pa.table({"line_no": np.arange(start + 1, start + 1 + len(part), dtype=np.int64),
+                        "line": pa.array([json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in part],
+                                         pa.large_string())})

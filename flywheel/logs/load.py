@@ -16,7 +16,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_rows
-from flywheel.logs.jsonl import chunk_lines, json_error, jsonl_chunks
+from flywheel.logs.formats import canonical_line, needs_python
+from flywheel.logs.jsonl import chunk_lines, is_json_array, json_array_batches, json_error, jsonl_chunks
+from flywheel.logs.messages import RecordError
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.sources import SourceFile
 from flywheel.logs.validate_sql import (
@@ -42,28 +44,69 @@ class Loader:
         self.log_date = log_date
         self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
         self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        self._jsonl_sql = lean_sql(jsonl_sql(opts), ())
+        self._jsonl_sql = {u: lean_sql(jsonl_sql(opts, u), ()) for u in ("line", "record")}
+        self._orig: dict[int, str] = {}  # this batch's lines as read, where Python rewrote them
         self.out = PartWriter(task_logs_dir(con), report.run_id, pool, opts.workers)
 
     # -- readers ------------------------------------------------------------------------------
     def load_jsonl(self, src: SourceFile) -> None:
-        """One JSONL file, chunk by chunk (`jsonl_chunk_bytes`); an unreadable file is one quarantine row."""
+        """One JSONL file, chunk by chunk (`jsonl_chunk_bytes`), or a `.json` file holding one JSON array
+        (its records numbered by their 1-based index); an unreadable file is one quarantine row."""
         try:
+            if is_json_array(src):
+                try:
+                    batches = json_array_batches(src, SCAN_CHUNK)
+                except ValueError as e:  # a malformed array: nothing in it can be located reliably
+                    self._file_error(src, str(e))
+                    return
+                for batch in batches:
+                    self._lines(src, batch, [], "record")
+                return
             for before, piece in jsonl_chunks(src, self.opts.jsonl_chunk_bytes):
-                self._jsonl_piece(src, before, piece)
+                batch, not_utf8 = chunk_lines(before, piece)
+                self._lines(src, batch, not_utf8, "line")
         except OSError as e:  # unreadable / corrupt compressed file: one quarantined entry, keep going
             self._file_error(src, f"file could not be read: {e}")
 
-    def _jsonl_piece(self, src: SourceFile, before: int, piece: bytes) -> None:
-        batch, not_utf8 = chunk_lines(before, piece)
+    def _lines(self, src: SourceFile, batch: pa.Table, not_utf8: list[tuple[int, str, str]], unit: str) -> None:
+        """One batch of JSON lines (or array records): normalised to the canonical record where needed,
+        then validated, keyed and written."""
         bad = [self._qrow(src, n, "invalid_utf8", None, reason, raw) for n, reason, raw in not_utf8]
-        self.report.lines_read += len(batch) + len(bad)
+        read = len(batch) + len(bad)
+        self.report.lines_read += read
+        if len(batch):
+            batch, wrong = self._canonical(src, batch, unit)
+            bad += wrong
         if bad:
             self._quarantine_rows(bad)
         if len(batch):
-            self._finish_batch(src, None, query(self.con, self._jsonl_sql, _b=batch), (), 0, lines=batch)
+            self._finish_batch(src, None, query(self.con, self._jsonl_sql[unit], _b=batch), (), 0, lines=batch)
+        self._orig = {}
         if self.progress:
-            self.progress(len(batch) + len(bad))
+            self.progress(read)
+
+    def _canonical(self, src: SourceFile, batch: pa.Table, unit: str) -> tuple[pa.Table, list[dict]]:
+        """`batch` with the lines that need Python (`formats.needs_python`: other formats, content parts,
+        tool calls, refusals) rewritten as canonical records, and the quarantine rows of those that are
+        not records of any format (or hold a malformed message)."""
+        mask = needs_python(batch["line"], self.opts.format, self.opts.max_line_bytes)
+        if not pc.any(mask).as_py():
+            return batch, []
+        slow = batch.filter(mask)
+        nos, texts, bad = [], [], []
+        for n, line in zip(slow["line_no"].to_pylist(), slow["line"].to_pylist(), strict=True):
+            out = canonical_line(line, self.opts.format)
+            if isinstance(out, RecordError):
+                where = f"field '{out.field}': " if out.field else ""
+                bad.append(self._qrow(src, n, out.kind, out.field, f"{unit} {n}: {where}{out.why}", line))
+                continue
+            if out is not line:
+                self._orig[n] = line
+            nos.append(n)
+            texts.append(out)
+        done = pa.table({"line_no": pa.array(nos, pa.int64()), "line": pa.array(texts, pa.large_string())})
+        t = pa.concat_tables([batch.filter(pc.invert(mask)), done])
+        return pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema), bad
 
     def load_parquet(self, src: SourceFile) -> None:
         """One Parquet file, `parquet_batch_rows` rows at a time; an unreadable file is one quarantine row."""
@@ -219,8 +262,8 @@ class Loader:
         out = []
         for r in rows:
             e, n = r["err"], r["line_no"]
-            msg = f"line {n}: {json_error(full[n])}" if e["k"] == "invalid_json" and n in full else e["m"]
-            q = self._qrow(src, n, e["k"], e["f"], msg, r["raw"] or "")
+            msg = f"{e['m'].split(' ', 1)[0]} {n}: {json_error(full[n])}" if e["k"] == "invalid_json" and n in full else e["m"]
+            q = self._qrow(src, n, e["k"], e["f"], msg, self._orig.get(n, r["raw"] or ""))
             q["log_date"] = r["timestamp"].date() if r["timestamp"] else None
             out.append(q)
         self._quarantine_rows(out)

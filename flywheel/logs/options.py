@@ -9,6 +9,11 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from flywheel.config_fields import check_choices, option
+
+FORMATS: tuple[str, ...] = ("auto", "flywheel", "openai", "sharegpt")
+"""Values of `IngestOptions.format` (what each reads: `flywheel.logs.formats`)."""
+
 
 def default_workers() -> int:
     """Arrow's kernels release the GIL, so up to 4 threads use the cores DuckDB leaves idle between queries."""
@@ -27,10 +32,17 @@ class IngestOptions:
     redact: bool = field(default=True, metadata={"help": "replace secrets and personal data"})
     workers: int = field(default_factory=default_workers,
                          metadata={"help": "threads for a batch's Arrow work (redaction prefilter, Parquet encoding)"})
+    format: str = option("auto", "format of the JSON records: flywheel (the project's schema), openai (Chat "
+                         "Completions request + response), sharegpt (conversations), or auto (detected per record; "
+                         "a record that fits no format, or several, is quarantined)", choices=FORMATS)
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"IngestOptions.workers must be >= 1, got {self.workers}")
+        check_choices(self)
+        for name in ("workers", "max_field_bytes", "max_line_bytes", "parquet_batch_rows", "jsonl_chunk_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"IngestOptions.{name} must be >= 1, got {getattr(self, name)}")
+        if self.raw_preview_chars < 0:
+            raise ValueError(f"IngestOptions.raw_preview_chars must be >= 0, got {self.raw_preview_chars}")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from flywheel.logs.messages import ROLES
 from flywheel.logs.options import IngestOptions
 from flywheel.logs.schema import REQUIRED_FIELDS, TASK_LOG_SCHEMA
 
@@ -26,13 +27,59 @@ def sql_literal(s: str | None) -> str:
     return "NULL" if s is None else "'" + str(s).replace("'", "''") + "'"
 
 
+class Sql(str):
+    """A check's field given as an SQL expression (a path computed per row) instead of a name."""
+
+
 def _err_case(checks: list[tuple[str, str, str | None, str]]) -> str:
     """CASE over (condition, kind, field, message-SQL), first match wins -> struct or NULL."""
     whens = " ".join(
-        f"WHEN {cond} THEN struct_pack(k := '{kind}', f := {sql_literal(fld)}::VARCHAR, m := {msg})"
+        f"WHEN {cond} THEN struct_pack(k := '{kind}', f := "
+        f"{fld if isinstance(fld, Sql) else sql_literal(fld)}::VARCHAR, m := {msg})"
         for cond, kind, fld, msg in checks
     )
     return f"CASE {whens} END"
+
+
+def _kind_sql(t: str) -> str:
+    """A DuckDB JSON type name as the JSON type a person knows (number, string, ...)."""
+    return (f"CASE WHEN {t} IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN 'number' WHEN {t} = 'VARCHAR' THEN 'string' "
+            f"ELSE lower({t}) END")
+
+
+def message_error_sql(m: str, note: str = "") -> str:
+    """SQL: the first message of the JSON array `m` that is not a canonical chat message, as a struct
+    (p = field path such as `messages[2].role`, w = why), or NULL. The reasons read as those of
+    `flywheel.logs.messages`, which also checks content parts and tool calls: lines holding those
+    go through Python first (`formats.needs_python`) and reach this check already canonical.
+    `note` is added to a bad content's reason."""
+    roles = ", ".join(sql_literal(r) for r in ROLES)
+
+    def one(path: str, why: str) -> str:
+        return f"struct_pack(p := 'messages[' || (i - 1) || ']{path}', w := {why})"
+
+    tx, tr, tc = "json_type(x)", "json_type(x, '$.role')", "coalesce(json_type(x, '$.content'), 'NULL')"
+    not_obj = f"'expected a chat message object, got ' || {_kind_sql(tx)} || ' ' || left(x::VARCHAR, 60)"
+    bad_role = f"left(json_extract(x, '$.role')::VARCHAR, 60) || ' is not one of {', '.join(ROLES)}'"
+    bad_content = (f"'expected a string or a list of typed parts, got ' || {_kind_sql(tc)} || ' ' "
+                   f"|| left(json_extract(x, '$.content')::VARCHAR, 60) || {sql_literal(note)}")
+    case = (f"CASE WHEN {tx} <> 'OBJECT' THEN {one('', not_obj)} "
+            f"WHEN {tr} IS NULL THEN {one('.role', sql_literal('missing role'))} "
+            f"WHEN {tr} <> 'VARCHAR' OR json_extract_string(x, '$.role') NOT IN ({roles}) THEN {one('.role', bad_role)} "
+            f"WHEN {tc} NOT IN ('VARCHAR', 'NULL') THEN {one('.content', bad_content)} END")
+    detail = f"list_filter(list_transform(json_extract({m}, '$[*]'), lambda x, i: {case}), lambda e: e IS NOT NULL)[1]"
+    # one parse of the array finds the (rare) arrays that may hold a bad message; only those are
+    # taken apart message by message (a string role spelt with escapes is flagged here, passed there)
+    quoted = ", ".join(sql_literal(f'"{r}"') for r in ROLES)
+    maybe = (f"list_bool_or(list_transform(json_transform({m}, '[{{\"role\":\"JSON\",\"content\":\"JSON\"}}]'), "
+             f"lambda x: x.role IS NULL OR x.role NOT IN ({quoted}) "
+             "OR (x.content IS NOT NULL AND NOT starts_with(x.content, '\"'))))")
+    return f"CASE WHEN {maybe} THEN {detail} END"
+
+
+def _message_check(unit: str) -> tuple[str, str, str, str]:
+    """The check on the `m_err` column (`message_error_sql`), naming the message's field path."""
+    return ("m_err IS NOT NULL", "bad_message", Sql("m_err.p"), _msg(unit, "'field ''' || m_err.p || ''': ' || m_err.w"))
 
 
 def _msg(prefix: str, text_sql: str) -> str:
@@ -43,12 +90,14 @@ def _mib(n_sql: str) -> str:
     return f"printf('%.1f MiB', {n_sql} / 1048576.0)"
 
 
-def jsonl_sql(opts: IngestOptions) -> str:
+def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     """Validation SQL for JSONL lines (table `_b`: line_no, line): every field's JSON type and text read
-    in one pass over the line, then the checks in order, the first that fails naming the reason."""
+    in one pass over the line, then the checks in order, the first that fails naming the reason.
+    `unit` is what a reason calls a line: `line`, or `record` for the elements of a JSON array file."""
     paths = "[" + ", ".join(f"'$.{f}'" for f in FIELDS) + "]"
     known = "{" + ",".join(f'"{f}":null' for f in FIELDS) + "}"
-    cap, P = opts.max_field_bytes, "line"
+    cap, P = opts.max_field_bytes, unit
+    per = "per line" if unit == "line" else "per record"
 
     def got(f: str) -> str:
         return f"'got ' || lower(t_{f}) || ' ' || left(j_{f}, 80)"
@@ -58,7 +107,7 @@ def jsonl_sql(opts: IngestOptions) -> str:
          _msg(P, f"'line is ' || {_mib('strlen(line)')} || ', over the {opts.max_line_bytes / 1048576:.1f} MiB line cap (max_line_bytes); split or trim the record'")),
         ("NOT ok", "invalid_json", None, _msg(P, "'not valid JSON (truncated or malformed line)'")),
         ("top <> 'OBJECT'", "not_object", None,
-         _msg(P, "'expected one JSON object per line, got ' || lower(top) || ' ' || left(line, 60)")),
+         _msg(P, f"'expected one JSON object {per}, got ' || lower(top) || ' ' || left(line, 60)")),
     ]
     # id: optional, string or integer
     checks.append(("j_id IS NOT NULL AND t_id NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
@@ -84,6 +133,7 @@ def jsonl_sql(opts: IngestOptions) -> str:
                    _msg(P, f"'unknown fields total ' || {_mib('strlen(x_extra)')} || ', over the per-field cap'")))
     checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
                    _msg(P, "'field ''timestamp'': ''' || left(s_timestamp, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
+    checks.append(_message_check(P))
     cols = ", ".join(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}, s[{i + 1}] AS s_{f}" for i, f in enumerate(FIELDS))
     return f"""
     WITH a AS (
@@ -102,7 +152,8 @@ def jsonl_sql(opts: IngestOptions) -> str:
                CASE WHEN top = 'OBJECT' THEN nullif(json_merge_patch(line, '{known}')::VARCHAR, '{{}}') END AS x_extra
         FROM b
     ), d AS (
-        SELECT *, TRY_CAST(s_timestamp AS TIMESTAMPTZ) AS ts FROM c
+        SELECT *, TRY_CAST(s_timestamp AS TIMESTAMPTZ) AS ts,
+               CASE WHEN t_messages = 'ARRAY' THEN {message_error_sql("j_messages")} END AS m_err FROM c
     ), e AS (
         SELECT *, {_err_case(checks)} AS err FROM d
     )
@@ -193,6 +244,11 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
             else:
                 val[f] = "NULL::TIMESTAMPTZ" if f == "timestamp" else "NULL::VARCHAR"
                 checks.append((*bad_type, _msg(P, f"'field ''{f}'': expected string, got {tname} ' || left({c}::VARCHAR, 60)")))
+    if "messages" in names and arrow_kind(schema.field("messages").type) in ("string", "list"):
+        m = q["messages"] if arrow_kind(schema.field("messages").type) == "string" else f"to_json({q['messages']})"
+        note = " (Parquet content parts are not normalised: write them as JSON Lines, or join the text parts)"
+        pre.append(f"TRY(CASE WHEN json_type({m}) = 'ARRAY' THEN {message_error_sql(m, note)} END) AS m_err")
+        checks.append(_message_check(P))
     unknown = [n for n in schema.names if n not in FIELDS and n not in ("extra", "line_no")]
     extra_parts = []
     if "extra" in names and arrow_kind(schema.field("extra").type) == "string":

@@ -1,0 +1,208 @@
+"""Log formats users export, each turned into the one canonical task-log record at ingest.
+
+- `flywheel`: the project's own schema (`docs/ingest.md`); its messages are normalised too.
+- `openai`: an OpenAI Chat Completions exchange: the request's `messages` plus the response's
+  `choices[0].message`, either side by side at the top level or as `{"request": {...}, "response": {...}}`;
+  epoch `created`, `usage`, `finish_reason` and `metadata.task_id` / `metadata.domain` are read.
+- `sharegpt`: `conversations` of `{"from", "value"}` turns.
+
+`auto` picks the format per record when only one fits; a record no format fits (or more than one)
+is quarantined with the reason. Messages end up in the shape `flywheel.logs.messages` describes.
+
+Only lines that may need it go through Python (`needs_python`): a flywheel record whose messages are
+already plain strings is checked by the validation SQL alone, so the fast path stays vectorised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flywheel.logs import messages as M
+from flywheel.logs.messages import RecordError, json_kind
+from flywheel.logs.options import FORMATS
+
+SHAREGPT_ROLES: dict[str, str] = {
+    "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant",
+    "model": "assistant", "system": "system", "tool": "tool", "function": "tool", "observation": "tool",
+    "function_call": "assistant",
+}
+"""ShareGPT `from` -> canonical role (`function_call` turns become an assistant tool call)."""
+
+_NEEDS_PYTHON = (r'"content"\s*:\s*\[|"tool_calls"|"function_call"|"refusal"|"conversations"|"choices"|'
+                 r'"created"|"request"|"response"')
+"""A line matching this (or without `"messages"`) may need more than the SQL checks (RE2)."""
+
+
+def needs_python(lines: pa.ChunkedArray | pa.Array, fmt: str, max_line_bytes: int) -> pa.Array:
+    """True for the lines Python must read: any non-flywheel record, content parts, tool calls,
+    refusals, epoch timestamps. Lines over the line cap are left to the SQL (quarantined unparsed)."""
+    if fmt in ("openai", "sharegpt"):
+        mask = pc.is_valid(lines)
+    else:
+        mask = pc.or_(pc.invert(pc.match_substring(lines, '"messages"')), pc.match_substring_regex(lines, _NEEDS_PYTHON))
+    small = pc.less_equal(pc.binary_length(lines), max_line_bytes)
+    m = pc.and_(mask, small)
+    return m.combine_chunks() if isinstance(m, pa.ChunkedArray) else m
+
+
+def detect(rec: dict[str, Any]) -> str:
+    """The one format `rec` fits, or RecordError (kind `unknown_format`) saying why none or several do."""
+    fits = []
+    if "conversations" in rec:
+        fits.append("sharegpt")
+    if "choices" in rec or ("request" in rec and "response" in rec):
+        fits.append("openai")
+    elif "messages" in rec:
+        fits.append("flywheel")
+    if len(fits) > 1:
+        raise RecordError("unknown_format", None, f"record fits several formats ({' and '.join(fits)}); "
+                                                  "pass --format to say which")
+    if fits:
+        return fits[0]
+    if any(k in rec for k in ("timestamp", "task_id", "domain", "model", "outcome")):
+        return "flywheel"  # the validation SQL names the field it lacks
+    keys = ", ".join(list(rec)[:8]) or "none"
+    raise RecordError("unknown_format", None, "record matches no log format (flywheel: 'messages'; OpenAI: "
+                                              f"'messages' + 'choices'; ShareGPT: 'conversations'); its keys: {keys}")
+
+
+def _epoch(v: Any, field: str) -> str:
+    """Epoch seconds (or milliseconds, when too large for seconds) as ISO-8601 UTC text."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise RecordError("bad_timestamp", field, f"expected epoch seconds (a number), got {json_kind(v)} {json.dumps(v)[:40]}")
+    secs = v / 1000 if abs(v) > 1e11 else v
+    try:
+        return dt.datetime.fromtimestamp(secs, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError) as e:
+        raise RecordError("bad_timestamp", field, f"{v} is not a usable epoch time ({e})") from e
+
+
+def _finish(out: dict[str, Any], msgs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Canonical messages in, `created` read as the timestamp when there is none, a refusal marked."""
+    out["messages"] = msgs
+    if out.get("timestamp") is None and "created" in out:
+        out["timestamp"] = _epoch(out.pop("created"), "created")
+    if M.refused(msgs) and isinstance(out.get("outcome"), dict) and not out["outcome"].get("status"):
+        out["outcome"] = {**out["outcome"], "status": "refused"}
+    return out
+
+
+def _flywheel(rec: dict[str, Any]) -> dict[str, Any]:
+    ms = rec.get("messages")
+    if not isinstance(ms, list):  # the validation SQL names the wrong type
+        return rec
+    return _finish(dict(rec), M.messages(ms))
+
+
+def _need(obj: dict[str, Any], key: str, kind: type, field: str, what: str) -> Any:
+    v = obj.get(key)
+    if v is None:
+        raise RecordError("missing_field", field, f"an {what} needs '{key}'")
+    if not isinstance(v, kind):
+        raise RecordError("wrong_type", field, f"expected {'a list' if kind is list else 'an object'}, got {json_kind(v)}")
+    return v
+
+
+def _openai(rec: dict[str, Any]) -> dict[str, Any]:
+    nested = isinstance(rec.get("request"), dict) and isinstance(rec.get("response"), dict)
+    req, resp = (rec["request"], rec["response"]) if nested else (rec, rec)
+    pre = ("request.", "response.") if nested else ("", "")
+    ms = _need(req, "messages", list, pre[0] + "messages", "OpenAI chat completion")
+    choices = _need(resp, "choices", list, pre[1] + "choices", "OpenAI chat completion")
+    if not choices:
+        raise RecordError("missing_field", pre[1] + "choices", "empty: the response has no choice")
+    first = choices[0]
+    if not isinstance(first, dict):
+        raise RecordError("wrong_type", pre[1] + "choices[0]", f"expected an object, got {json_kind(first)}")
+    reply = _need(first, "message", dict, pre[1] + "choices[0].message", "OpenAI choice")
+    msgs = M.messages(ms, pre[0] + "messages") + [M.message({"role": "assistant", **reply}, pre[1] + "choices[0].message")]
+    consumed = {"request", "response"} if nested else {"messages", "choices", "usage", "object"}
+    out = {k: v for k, v in rec.items() if k not in consumed}
+    if nested:  # the rest of the request (`tools`, `temperature`, ...) and response is kept, in `extra`
+        for side, used in ((resp, ("choices", "usage", "object")), (req, ("messages", "metadata"))):  # served model first
+            out.update((k, v) for k, v in side.items() if k not in used and k not in out)
+    meta = {k: v for src in (req, rec) if isinstance(src.get("metadata"), dict) for k, v in src["metadata"].items()}
+    for key in ("task_id", "domain"):
+        if out.get(key) is None and meta.get(key) is not None:
+            out[key] = meta[key]
+    for key, src in (("model", (resp, req)), ("id", (resp,)), ("created", (resp,))):
+        if out.get(key) is None:
+            v = next((s.get(key) for s in src if s.get(key) is not None), None)
+            if v is not None:
+                out[key] = v
+    outcome = out.get("outcome")
+    if outcome is None:
+        outcome = {}
+    if isinstance(outcome, dict):
+        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        extra = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+                 "finish_reason": first.get("finish_reason")}
+        outcome = {**{k: v for k, v in extra.items() if v is not None}, **outcome}
+    out["outcome"] = outcome
+    return _finish(out, msgs)
+
+
+def _sharegpt(rec: dict[str, Any]) -> dict[str, Any]:
+    conv = _need(rec, "conversations", list, "conversations", "ShareGPT record")
+    msgs: list[dict[str, Any]] = []
+    if isinstance(rec.get("system"), str) and rec["system"]:
+        msgs.append({"role": "system", "content": rec["system"]})
+    for i, turn in enumerate(conv):
+        path = f"conversations[{i}]"
+        if not isinstance(turn, dict):
+            raise RecordError("bad_message", path, f"expected a {{\"from\", \"value\"}} object, got {json_kind(turn)}")
+        who, value = turn.get("from"), turn.get("value")
+        role = SHAREGPT_ROLES.get(who.lower()) if isinstance(who, str) else None
+        if role is None:
+            raise RecordError("bad_message", f"{path}.from", "missing" if who is None else
+                              f"{json.dumps(who)[:40]} is not one of {', '.join(SHAREGPT_ROLES)}")
+        if who == "function_call":
+            try:
+                call = json.loads(value) if isinstance(value, str) else value
+            except ValueError:
+                call = None
+            if not isinstance(call, dict):
+                raise RecordError("bad_message", f"{path}.value", "a function_call turn needs a JSON object "
+                                                                  "{\"name\", \"arguments\"}")
+            fn = {"name": call.get("name"), "arguments": call.get("arguments", {})}
+            msgs.append(M.message({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"call_{i}", "type": "function", "function": fn}]}, path))
+            continue
+        if not isinstance(value, (str, list)):
+            raise RecordError("bad_message", f"{path}.value", "missing" if value is None else
+                              f"expected a string, got {json_kind(value)}")
+        msgs.append(M.message({"role": role, "content": value}, path))
+    out = {k: v for k, v in rec.items() if k not in ("conversations", "system")}
+    return _finish(out, msgs)
+
+
+_CONVERT = {"flywheel": _flywheel, "openai": _openai, "sharegpt": _sharegpt}
+assert set(_CONVERT) == set(FORMATS) - {"auto"}
+
+
+def canonical(rec: dict[str, Any], fmt: str = "auto") -> dict[str, Any]:
+    """`rec` (a decoded record in `fmt`, or detected when `auto`) as a flywheel record; RecordError when
+    it is not one. Top-level fields are left for the validation SQL to check (required, types)."""
+    return _CONVERT[detect(rec) if fmt == "auto" else fmt](rec)
+
+
+def canonical_line(line: str, fmt: str) -> str | RecordError:
+    """One JSON line as canonical compact JSON text, or its RecordError. A line that is not a JSON
+    object comes back as it is: the validation SQL says precisely what is wrong with it."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    if not isinstance(rec, dict):
+        return line
+    try:
+        return M.compact(canonical(rec, fmt))
+    except RecordError as e:
+        return e
+    except RecursionError:
+        return RecordError("bad_message", None, "nested too deeply")
