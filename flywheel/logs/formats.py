@@ -102,7 +102,7 @@ def _flywheel(rec: dict[str, Any]) -> dict[str, Any]:
 def _need(obj: dict[str, Any], key: str, kind: type, field: str, what: str) -> Any:
     v = obj.get(key)
     if v is None:
-        raise RecordError("missing_field", field, f"an {what} needs '{key}'")
+        raise RecordError("missing_field", field, f"{what} needs '{key}'")
     if not isinstance(v, kind):
         raise RecordError("wrong_type", field, f"expected {'a list' if kind is list else 'an object'}, got {json_kind(v)}")
     return v
@@ -112,19 +112,19 @@ def _openai(rec: dict[str, Any]) -> dict[str, Any]:
     nested = isinstance(rec.get("request"), dict) and isinstance(rec.get("response"), dict)
     req, resp = (rec["request"], rec["response"]) if nested else (rec, rec)
     pre = ("request.", "response.") if nested else ("", "")
-    ms = _need(req, "messages", list, pre[0] + "messages", "OpenAI chat completion")
-    choices = _need(resp, "choices", list, pre[1] + "choices", "OpenAI chat completion")
+    ms = _need(req, "messages", list, pre[0] + "messages", "an OpenAI chat completion")
+    choices = _need(resp, "choices", list, pre[1] + "choices", "an OpenAI chat completion")
     if not choices:
         raise RecordError("missing_field", pre[1] + "choices", "empty: the response has no choice")
     first = choices[0]
     if not isinstance(first, dict):
         raise RecordError("wrong_type", pre[1] + "choices[0]", f"expected an object, got {json_kind(first)}")
-    reply = _need(first, "message", dict, pre[1] + "choices[0].message", "OpenAI choice")
+    reply = _need(first, "message", dict, pre[1] + "choices[0].message", "an OpenAI choice")
     msgs = M.messages(ms, pre[0] + "messages") + [M.message({"role": "assistant", **reply}, pre[1] + "choices[0].message")]
-    consumed = {"request", "response"} if nested else {"messages", "choices", "usage", "object"}
+    consumed = {"request", "response"} if nested else {"messages", "choices", "object"}
     out = {k: v for k, v in rec.items() if k not in consumed}
     if nested:  # the rest of the request (`tools`, `temperature`, ...) and response is kept, in `extra`
-        for side, used in ((resp, ("choices", "usage", "object")), (req, ("messages", "metadata"))):  # served model first
+        for side, used in ((resp, ("choices", "object")), (req, ("messages", "metadata"))):  # served model first
             out.update((k, v) for k, v in side.items() if k not in used and k not in out)
     meta = {k: v for src in (req, rec) if isinstance(src.get("metadata"), dict) for k, v in src["metadata"].items()}
     for key in ("task_id", "domain"):
@@ -135,6 +135,8 @@ def _openai(rec: dict[str, Any]) -> dict[str, Any]:
             v = next((s.get(key) for s in src if s.get(key) is not None), None)
             if v is not None:
                 out[key] = v
+    if len(choices) > 1:  # n > 1: the first is the reply; the others are kept, in `extra`
+        out.setdefault("other_choices", choices[1:])
     outcome = out.get("outcome")
     if outcome is None:
         outcome = {}
@@ -148,7 +150,7 @@ def _openai(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sharegpt(rec: dict[str, Any]) -> dict[str, Any]:
-    conv = _need(rec, "conversations", list, "conversations", "ShareGPT record")
+    conv = _need(rec, "conversations", list, "conversations", "a ShareGPT record")
     msgs: list[dict[str, Any]] = []
     if isinstance(rec.get("system"), str) and rec["system"]:
         msgs.append({"role": "system", "content": rec["system"]})

@@ -1,9 +1,13 @@
-"""Ingest task logs (JSONL or Parquet, local or any pyarrow filesystem) into the warehouse.
+"""Ingest task logs (JSONL, JSON arrays or Parquet, local or any pyarrow filesystem) into the warehouse.
 
 The contract, every call:
 
     lines_read == ingested + quarantined + duplicates
 
+- JSON records may be in the flywheel schema, OpenAI Chat Completions or ShareGPT (`options.format`,
+  detected per record by default); every one is stored as the same canonical record, its messages
+  checked (`formats`, `messages`). A `.json` file holding one array is read whole; its records are
+  numbered by their 1-based index, which stands for the line number everywhere below.
 - Input is streamed: JSONL in byte chunks (`jsonl_chunk_bytes`), Parquet in row ranges of
   `parquet_batch_rows` (local files are read by DuckDB's `read_parquet` itself; other filesystems
   through pyarrow record batches), so memory stays flat however large the logs grow.
@@ -20,7 +24,8 @@ The contract, every call:
   (file, line, kind), so re-ingesting the same files adds nothing anywhere.
 - Blank lines are not records: they are skipped and not counted.
 
-Where the parts live: `sources` (what to read), `jsonl` (JSONL chunks and lines), `validate_sql`
+Where the parts live: `sources` (what to read), `jsonl` (JSONL chunks and lines, JSON arrays),
+`formats` and `messages` (other formats and the canonical messages, in Python), `validate_sql`
 (the checks, as DuckDB SQL), `arrow_ops` (prefilter and redaction of a batch), `writer` (the
 Parquet part files), `load` (one run: batches, duplicates, quarantine), `warehouse` (the tables).
 """

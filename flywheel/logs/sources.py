@@ -36,7 +36,7 @@ def list_sources(source: str | os.PathLike[str]) -> list[SourceFile]:
     """Resolve a file, folder or URI (`file://`, `s3://`, `gs://`, ...) to the log files under it.
 
     Raises FileNotFoundError when nothing exists there; a folder is searched recursively for
-    `*.jsonl[.gz]`, `*.ndjson`, `*.json` and `*.parquet`, in sorted order.
+    `*.jsonl[.gz]`, `*.ndjson`, `*.json[.gz]` (JSON Lines, or one JSON array) and `*.parquet`, in sorted order.
     """
     s = os.fspath(source)
     if "://" in s:

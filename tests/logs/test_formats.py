@@ -67,7 +67,8 @@ def test_openai_chat_completions(wh):
     ]
     assert a["outcome"] == {"status": "failure", "passed": False, "prompt_tokens": 120, "completion_tokens": 6,
                             "finish_reason": "stop"}
-    assert a["extra"] == {"system_fingerprint": "fp_1", "metadata": {"task_id": "apples-1", "domain": "math"}}
+    assert a["extra"] == {"system_fingerprint": "fp_1", "metadata": {"task_id": "apples-1", "domain": "math"},
+                          "usage": {"prompt_tokens": 120, "completion_tokens": 6, "total_tokens": 126}}  # nothing dropped
     b = rows["chatcmpl-B2"]  # {"request": ..., "response": ...}; tool call with JSON-string arguments
     assert (b["task_id"], b["domain"], b["model"]) == ("weather-1", "agent", "gpt-4o-2024-08-06")
     assert b["messages"][-1] == {"role": "assistant", "content": None, "tool_calls": [
@@ -211,7 +212,7 @@ def test_format_option_and_records_that_fit_no_format(rec, write_jsonl, tmp_path
     _balanced(r2)
     assert (r2.ingested, r2.quarantined) == (2, 3)  # line 3's empty conversation is a record now; line 1 is not
     assert wh2.execute("SELECT kind, reason FROM quarantine WHERE source_line = 1").fetchall() == [
-        ("missing_field", "line 1: field 'conversations': an ShareGPT record needs 'conversations'")]
+        ("missing_field", "line 1: field 'conversations': a ShareGPT record needs 'conversations'")]
     wh2.close()
     with pytest.raises(ValueError, match="unknown format 'csv'"):
         IngestOptions(format="csv")
