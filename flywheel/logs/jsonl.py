@@ -80,19 +80,20 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
     return batch, bad
 
 
-def is_json_array(src: SourceFile) -> bool:
-    """True for a `.json` / `.json.gz` file that is one JSON array of records (its first non-blank
-    character is `[`) rather than JSON Lines."""
+def is_json_document(src: SourceFile) -> bool:
+    """True for a `.json` / `.json.gz` file that is one JSON document rather than JSON Lines: an array
+    of records (its first non-blank character is `[`), or one pretty-printed record (its first
+    non-blank line is a lone `{`, which no JSON line can be)."""
     if not src.path.lower().endswith((".json", ".json.gz")):
         return False
     compression = "detect" if src.path.endswith(".gz") else None
     with src.fs.open_input_stream(src.path, compression=compression) as f:
-        head = f.read(4096)
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+        head = f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    return head[:1] == b"[" or head.split(b"\n", 1)[0].strip() == b"{"
 
 
 def json_array_batches(src: SourceFile, batch_records: int) -> Iterator[pa.Table]:
-    """The records of a JSON array file as tables of (`line_no` = 1-based index in the array, `line` =
+    """The records of a JSON array file (or the one record of a pretty-printed JSON object file) as tables of (`line_no` = 1-based index in the array, `line` =
     the record as compact JSON text), `batch_records` at a time. The whole file is parsed here, at once:
     for exports larger than memory, write JSON Lines. Raises ValueError saying where a malformed
     array breaks."""
@@ -103,14 +104,15 @@ def json_array_batches(src: SourceFile, batch_records: int) -> Iterator[pa.Table
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         raise ValueError(f"invalid UTF-8 at byte {e.start}; re-encode the file as UTF-8") from e
+    what = "JSON array" if text.lstrip().startswith("[") else "JSON record"
     try:
         records = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not a valid JSON array: {e.msg} at line {e.lineno} column {e.colno}") from e
+        raise ValueError(f"not a valid {what}: {e.msg} at line {e.lineno} column {e.colno}") from e
     except RecursionError as e:
-        raise ValueError("not a valid JSON array: nested too deeply") from e
-    if not isinstance(records, list):
-        raise ValueError("expected a JSON array of records")
+        raise ValueError(f"not a valid {what}: nested too deeply") from e
+    if isinstance(records, dict):  # one pretty-printed record
+        records = [records]
     return _record_batches(records, batch_records)
 
 

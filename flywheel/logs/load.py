@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_rows
 from flywheel.logs.formats import canonical_line, needs_python
-from flywheel.logs.jsonl import chunk_lines, is_json_array, json_array_batches, json_error, jsonl_chunks
+from flywheel.logs.jsonl import chunk_lines, is_json_document, json_array_batches, json_error, jsonl_chunks
 from flywheel.logs.messages import RecordError
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.sources import SourceFile
@@ -53,7 +53,7 @@ class Loader:
         """One JSONL file, chunk by chunk (`jsonl_chunk_bytes`), or a `.json` file holding one JSON array
         (its records numbered by their 1-based index); an unreadable file is one quarantine row."""
         try:
-            if is_json_array(src):
+            if is_json_document(src):
                 try:
                     batches = json_array_batches(src, SCAN_CHUNK)
                 except ValueError as e:  # a malformed array: nothing in it can be located reliably

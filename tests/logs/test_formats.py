@@ -230,6 +230,17 @@ def test_malformed_json_array_is_one_quarantine_entry(rec, tmp_path, wh):
     assert q[("b.json", 2)] == ("not_object", 'record 2: expected one JSON object per record, got varchar "x"')
 
 
+def test_a_pretty_printed_single_record_is_one_record(rec, tmp_path, wh):
+    (tmp_path / "one.json").write_text(json.dumps(rec(1, messages=[{"role": "user", "content": [
+        {"type": "text", "text": "hi"}]}]), indent=2))
+    (tmp_path / "bad.json").write_text(json.dumps(rec(2), indent=2)[:-2])
+    r = ingest(tmp_path, wh)
+    _balanced(r)
+    assert (r.lines_read, r.ingested, r.quarantined) == (2, 1, 1)
+    assert wh.execute("SELECT source_line, messages FROM task_logs").fetchall() == [(1, '[{"role":"user","content":"hi"}]')]
+    assert "not a valid JSON record" in wh.execute("SELECT reason FROM quarantine").fetchall()[0][0]
+
+
 def test_parquet_messages_are_checked_too(rec, tmp_path, wh):
     rows = [{**rec(i), "messages": json.dumps(m), "outcome": "{}", "reference": None}
             for i, m in enumerate([[{"role": "user", "content": "ok"}], [{"role": "robot", "content": "x"}],
