@@ -92,11 +92,21 @@ def _finish(out: dict[str, Any], msgs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _top_level_ok(rec: dict[str, Any]) -> bool:
+    """Whether the record's own fields pass the first checks of the validation SQL (present, typed):
+    when they do not, that SQL names the field -- a top-level fault is reported before a message's."""
+    strings = all(isinstance(rec.get(f), str) and rec[f] for f in ("timestamp", "task_id", "domain", "model"))
+    return strings and isinstance(rec.get("messages"), list) and isinstance(rec.get("outcome"), dict) \
+        and (rec.get("id") is None or isinstance(rec["id"], (str, int)))
+
+
 def _flywheel(rec: dict[str, Any]) -> dict[str, Any]:
-    ms = rec.get("messages")
-    if not isinstance(ms, list):  # the validation SQL names the wrong type
-        return rec
-    return _finish(dict(rec), M.messages(ms))
+    out = dict(rec)
+    if out.get("timestamp") is None and "created" in out:
+        out["timestamp"] = _epoch(out.pop("created"), "created")
+    if not _top_level_ok(out):  # left as it is for the validation SQL to name the fault
+        return out
+    return _finish(out, M.messages(out["messages"]))
 
 
 def _need(obj: dict[str, Any], key: str, kind: type, field: str, what: str) -> Any:

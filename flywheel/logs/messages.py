@@ -12,8 +12,8 @@ same `messages`, so mining and training read one shape:
   same text, so a refusal never reads as an empty response;
 - `tool_calls`: `[{"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}]`
   (the OpenAI shape the demo traffic writes too); object arguments are serialised to JSON text. A
-  string that is not valid JSON is kept as it is: a model writing broken arguments is a failure to
-  learn from, and mining reads it as an invalid tool call.
+  string that is not valid JSON, or no `arguments` at all, is kept as it is: a model writing broken
+  arguments is a failure to learn from (mining reads it as an invalid tool call), not a broken log.
 - other keys of a message (`name`, `tool_call_id`, ...) are kept; keys whose value is null are dropped.
 """
 
@@ -84,12 +84,14 @@ def tool_call(tc: Any, path: str) -> dict[str, Any]:
     args = fn.get("arguments")
     if isinstance(args, dict):
         args = compact(args)
-    elif not isinstance(args, str):
-        raise _bad(f"{path}.function.arguments", "missing" if args is None else
+    elif args is not None and not isinstance(args, str):
+        raise _bad(f"{path}.function.arguments",
                    f"expected a JSON string or an object, got {json_kind(args)} {_shown(args)}")
+    function = {**{k: v for k, v in fn.items() if v is not None}, "name": name}
+    if args is not None:  # a call the model made without arguments stays so (see the module doc)
+        function["arguments"] = args
     out = {k: v for k, v in tc.items() if v is not None}
-    out.update(id=cid, type="function", function={**{k: v for k, v in fn.items() if v is not None},
-                                                   "name": name, "arguments": args})
+    out.update(id=cid, type="function", function=function)
     return out
 
 

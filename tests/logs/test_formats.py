@@ -159,6 +159,8 @@ def test_flywheel_records_normalised_and_bad_messages_quarantined(rec, write_jso
                                                          "function": {"name": "move", "arguments": {"dir": "n"}}}]},
                                          {"role": "tool", "tool_call_id": "c1", "content": "ok"}]),
         rec(3, messages=[{"role": "user", "content": "plain"}], created=1764583200),  # fast path, unchanged
+        rec(5, domain="agent", messages=[{"role": "assistant", "content": None, "tool_calls": [  # the model's fault:
+            {"id": "c2", "type": "function", "function": {"name": "move"}}]}]),  # kept for mining, not quarantined
         rec(4, timestamp=..., created=1764583200),  # epoch `created` when there is no timestamp
     ]
     bad = [rec(10 + i, messages=m) for i, (m, _, _) in enumerate(BAD_MESSAGES)]
@@ -176,6 +178,7 @@ def test_flywheel_records_normalised_and_bad_messages_quarantined(rec, write_jso
     assert rows["r2"]["messages"][1]["tool_calls"][0]["function"] == {"name": "move", "arguments": '{"dir":"n"}'}
     assert rows["r3"]["messages"] == [{"role": "user", "content": "plain"}] and rows["r3"]["extra"] == {"created": 1764583200}
     assert rows["r4"]["timestamp"] == "2025-12-01T10:00:00Z" and rows["r4"]["extra"] is None
+    assert rows["r5"]["messages"][0]["tool_calls"] == [{"id": "c2", "type": "function", "function": {"name": "move"}}]
     q = _quarantine(wh)
     for i, (_, path, why) in enumerate(BAD_MESSAGES):
         n = len(good) + 1 + i
@@ -273,3 +276,10 @@ def test_mined_prompts_and_responses_hold_text_not_parts(rec, write_jsonl, tmp_p
     assert wh.execute("SELECT prompt FROM task_pool WHERE task_id = 'sum-17'").fetchall() == [("What is 17 + 25?",)]
     responses = {x for (x,) in wh.execute("SELECT response FROM failure_cases").fetchall()}
     assert responses == {"The answer is 41."}
+
+
+def test_a_top_level_fault_is_reported_before_a_message_fault(rec, write_jsonl, tmp_path, wh):
+    bad_msg = [{"role": "user", "content": [{"text": "no type"}]}]
+    write_jsonl(tmp_path / "a.jsonl", [rec(1, task_id={"id": 7}, messages=bad_msg), rec(2, outcome=..., messages=bad_msg)])
+    ingest(tmp_path / "a.jsonl", wh)
+    assert [(k, f) for k, f, _ in _quarantine(wh).values()] == [("wrong_type", "task_id"), ("missing_field", "outcome")]
