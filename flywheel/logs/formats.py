@@ -173,7 +173,7 @@ def _sharegpt(rec: dict[str, Any]) -> dict[str, Any]:
         if role is None:
             raise RecordError("bad_message", f"{path}.from", "missing" if who is None else
                               f"{json.dumps(who)[:40]} is not one of {', '.join(SHAREGPT_ROLES)}")
-        if who == "function_call":
+        if who.lower() == "function_call":
             try:
                 call = json.loads(value) if isinstance(value, str) else value
             except ValueError:
