@@ -1,16 +1,20 @@
 """`flywheel` command line: one subcommand per module under `flywheel/commands/`.
 
-Every command prints human text on a terminal and one JSON object with `--json`.
-`main(argv)` returns the exit code, so tests call it directly.
+Every command prints human text on a terminal and one JSON object with `--json` (errors too:
+`{"error": ..., "exit_code": ...}`), and exits with one of the codes in docs/cli.md.
+`main(argv)` returns the exit code, so tests call it directly (a usage error raises SystemExit(2), as in argparse).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import json
 import sys
+from typing import Any, NoReturn
 
-from flywheel.commands.output import reserved_stdout
+from flywheel.commands.output import EXIT_USAGE, json_errors, reserved_stdout
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest",
@@ -25,8 +29,40 @@ COMMAND_MODULES: tuple[str, ...] = (
 """Modules of `flywheel.commands`; each has `register(subparsers)` adding its parser with `func` set."""
 
 
+class StrictParser(argparse.ArgumentParser):
+    """Every flywheel parser and subparser: flags must be spelt out (`--warehous` is an error, not
+    `--warehouse`), and under --json a usage error is the one JSON object on stdout."""
+
+    json_requested = False  # set by `main` from the raw argv, before parsing
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """One line naming the command and what is wrong (not the whole usage: `--help` has that); exit 2."""
+        if StrictParser.json_requested:
+            sys.stdout.write(json.dumps({"error": f"{self.prog}: {message}", "exit_code": EXIT_USAGE},
+                                        sort_keys=True) + "\n")
+        else:
+            sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def package_version() -> str:
+    """The installed `flywheel` distribution's version (pyproject.toml's, once installed)."""
+    try:
+        return importlib.metadata.version("flywheel")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="flywheel", description=__doc__.splitlines()[0])
+    parser = StrictParser(prog="flywheel", description=__doc__.splitlines()[0],
+                          epilog="exit codes: 0 ok, 1 failed, 2 usage/config error, 3 infrastructure "
+                                 "failure (docs/cli.md)")
+    parser.add_argument("--version", action="version", version=f"flywheel {package_version()}")
+    # subparsers are made with the parent's class (StrictParser), so every level rejects abbreviations
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"flywheel.commands.{name}").register(sub)
@@ -34,15 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    StrictParser.json_requested = "--json" in argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:  # --help, --version and usage errors raise SystemExit (0, 0, 2) as argparse does
+        args = parser.parse_args(argv)
+    finally:
+        StrictParser.json_requested = False
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
-    if getattr(args, "json", False):
-        with reserved_stdout():
-            return int(args.func(args) or 0)
-    return int(args.func(args) or 0)
+        return EXIT_USAGE
+    with json_errors(bool(getattr(args, "json", False))):
+        if getattr(args, "json", False):
+            with reserved_stdout():
+                return int(args.func(args) or 0)
+        return int(args.func(args) or 0)
 
 
 if __name__ == "__main__":

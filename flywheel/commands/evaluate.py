@@ -5,10 +5,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from flywheel.commands.argtypes import constrain, domain_counts
 from flywheel.commands.output import add_json_flag, emit, fail
-from flywheel.commands.rollback import add_registry_flags, tracking_uri_from
+from flywheel.commands.rollback import (
+    RegistryLookupError,
+    add_registry_flags,
+    open_registry,
+    tracking_uri_from,
+)
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.evaluation.suites import EvalConfig
+
+EVAL_BOUNDS: dict[str, tuple[float | None, float | None]] = {
+    "n_samples": (1, None), "temperature": (0, None), "max_new_tokens": (1, None), "max_steps": (0, None),
+    "tasks_per_domain": (0, None), "price_per_1k_prompt_tokens": (0, None),
+    "price_per_1k_completion_tokens": (0, None), "n_boot": (1, None), "alpha": (0, 1),
+}
+"""Ranges of the generated EvalConfig flags (checked as argparse reads them: exit 2, nothing evaluated)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--baseline", default=None, help="checkpoint to compare against on the same tasks")
     g.add_argument("--champion", action="store_true", help="compare against the registry's champion")
-    add_flags(p.add_argument_group("evaluation config (EvalConfig)"), EvalConfig)
+    group = p.add_argument_group("evaluation config (EvalConfig)")
+    add_flags(group, EvalConfig)
+    constrain(p, EVAL_BOUNDS, strict_low=frozenset({"alpha"}))
+    group.add_argument("--tasks", dest="tasks_per_domain", type=domain_counts, default=argparse.SUPPRESS,
+                       metavar="DOMAIN:COUNT,...", help="held-out tasks per domain, e.g. math:5,code:3 (domains "
+                                                        "left out are not evaluated; same as --tasks-per-domain)")
     p.add_argument("--out", default=None, help="write report.md, pass_rates.png, report.json here")
     p.add_argument("--mlflow", action="store_true", help="also log the report as an MLflow run")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -40,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e))
     champ = None
     if args.champion:
-        from flywheel.registry.mlflow_registry import Registry  # heavy: mlflow
-
-        champ = Registry(tracking_uri_from(args), args.model_name).champion()
+        try:
+            champ = open_registry(args).champion()
+        except RegistryLookupError as e:
+            return fail(str(e), e.code)
         if champ is None:
             return fail("no champion in the registry yet")
     base_id = champ.uri if champ else (Path(args.baseline).name if args.baseline else None)

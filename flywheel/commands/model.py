@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from flywheel.commands.argtypes import count, non_negative, positive_int
 from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.storage import storage_from_env
 
@@ -23,10 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = sub.add_parser("sample", help="sample responses to held-out tasks from a checkpoint folder")
     s.add_argument("--model", default=None, help="checkpoint folder or release (default: tiny-v1, built if needed)")
     s.add_argument("--domain", default="math", choices=["math", "code", "agent"])
-    s.add_argument("--n", type=int, default=3, help="held-out tasks")
-    s.add_argument("--temperature", type=float, default=1.0)
-    s.add_argument("--max-new-tokens", type=int, default=160)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--n", type=positive_int, default=3, help="held-out tasks")
+    s.add_argument("--temperature", type=non_negative, default=1.0, help="0: greedy")
+    s.add_argument("--max-new-tokens", type=positive_int, default=160)
+    s.add_argument("--seed", type=count, default=0)
     s.add_argument("--engine", default="torch", choices=["torch", "vllm"])
     add_json_flag(s)
     s.set_defaults(func=_sample)

@@ -1,4 +1,8 @@
-"""Shared output for CLI commands: one JSON object with --json, readable text otherwise."""
+"""Shared output for CLI commands: one JSON object with --json, readable text otherwise, and the exit codes.
+
+Every command exits with one of `EXIT_CODES` (docs/cli.md has the table). Under `--json` stdout
+carries exactly one JSON object: the result, or `{"error": ..., "exit_code": ...}`.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,28 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INFRA = 3
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "ok: the command did what was asked",
+    EXIT_FAILED: "failed: the work ran and its result is a failure (a gate, a verification, a sandboxed program "
+                 "that exited non-zero or was killed, a quarantine rate over its limit)",
+    EXIT_USAGE: "usage or config error: a bad flag, value, file or name; nothing was changed",
+    EXIT_INFRA: "infrastructure failure: the sandbox, a verifier's runtime, MLflow or Dagster could not be "
+                "reached or broke; safe to retry",
+}
+"""The only exit codes a `flywheel` command returns, declared once (docs/cli.md renders this table)."""
+
 _data_stream: TextIO | None = None
 """The real stdout while `reserved_stdout` holds it (None: sys.stdout)."""
+
+_json_mode = False
+"""True while a command runs with --json: `fail` then writes its error as the JSON object on stdout."""
+
+_emitted = False
+"""True once the running command has written its JSON object (a later `fail` must not add a second one)."""
 
 
 def data_stream() -> TextIO:
@@ -44,15 +68,41 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
+@contextlib.contextmanager
+def json_errors(enabled: bool) -> Iterator[None]:
+    """While a command runs: with `enabled` (its --json), `fail` answers with one JSON object on stdout."""
+    global _json_mode, _emitted
+    _json_mode, _emitted = enabled, False
+    try:
+        yield
+    finally:
+        _json_mode, _emitted = False, False
+
+
 def emit(args: argparse.Namespace, result: dict[str, Any], text: str) -> None:
     """Print `result` as JSON when --json was given, else `text`."""
+    global _emitted
     if getattr(args, "json", False):
         data_stream().write(json.dumps(result, default=str, sort_keys=True) + "\n")
+        _emitted = True
     else:
         data_stream().write(text.rstrip("\n") + "\n")
 
 
-def fail(message: str, code: int = 2) -> int:
-    """A usage or input error: say what is wrong on stderr and return its exit code."""
-    sys.stderr.write(f"flywheel: error: {message}\n")
+def mark_emitted() -> None:
+    """The command wrote its JSON output itself (JSON lines, say): a later `fail` goes to stderr only."""
+    global _emitted
+    _emitted = True
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> int:
+    """Say what is wrong and return `code` (one of `EXIT_CODES`): one line on stderr, or under --json
+    `{"error": message, "exit_code": code}` on stdout (stderr only, when the result was already emitted)."""
+    if code not in EXIT_CODES or code == EXIT_OK:
+        raise ValueError(f"fail() needs a failing exit code from EXIT_CODES, got {code}")
+    message = " ".join(message.split())  # one line, whatever the cause's own text held
+    if _json_mode and not _emitted:
+        data_stream().write(json.dumps({"error": message, "exit_code": code}, sort_keys=True) + "\n")
+    else:
+        sys.stderr.write(f"flywheel: error: {message}\n")
     return code

@@ -7,20 +7,23 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.argtypes import positive, positive_int
+from flywheel.commands.output import EXIT_FAILED, EXIT_INFRA, EXIT_OK, add_json_flag, emit, fail
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("sandbox", help="run untrusted Python in the sandbox", description=__doc__)
     sub = p.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND")
     e = sub.add_parser("exec", help="run FILE.py isolated (no network, private fs, limits)",
-                       description="Run FILE.py as main.py in a fresh sandbox. JSON: exit_code, stdout, stderr, "
-                                   "timed_out, killed_reason (+ duration_s, truncated, backend). The command exits "
-                                   "with the program's exit code (128+N when signal N ended it).")
+                       description="Run FILE.py as main.py in a fresh sandbox. JSON: exit_code (the program's: "
+                                   "-N when signal N ended it), stdout, stderr, timed_out, killed_reason "
+                                   "(+ duration_s, truncated, backend). The command itself exits 0 when the "
+                                   "program exited 0, 1 when it ran and exited non-zero or was killed, 2 on a "
+                                   "usage error, 3 when the sandbox itself failed (never the program's code).")
     e.add_argument("file", metavar="FILE.py", help="the program to run")
-    e.add_argument("--timeout", type=float, default=None, metavar="S", help="wall-clock limit in seconds (default 10)")
-    e.add_argument("--cpu", type=float, default=None, metavar="S", help="CPU-time limit in seconds (default: --timeout)")
-    e.add_argument("--memory", type=int, default=None, metavar="MB", help="memory limit in MB (default 512)")
+    e.add_argument("--timeout", type=positive, default=None, metavar="S", help="wall-clock limit in seconds (default 10)")
+    e.add_argument("--cpu", type=positive, default=None, metavar="S", help="CPU-time limit in seconds (default: --timeout)")
+    e.add_argument("--memory", type=positive_int, default=None, metavar="MB", help="memory limit in MB (default 512)")
     e.add_argument("--backend", choices=("local", "docker"), default="local", help="sandbox backend (default local)")
     e.add_argument("--image", default=None, help="docker image (docker backend; default flywheel-sandbox:latest)")
     e.add_argument("--stdin", default=None, metavar="FILE", help="feed this file on stdin")
@@ -43,13 +46,16 @@ def run_exec(args: argparse.Namespace) -> int:
         limits = replace(limits, cpu_time_s=args.cpu)
     if args.memory is not None:
         limits = replace(limits, memory_mb=args.memory)
-    stdin = Path(args.stdin).read_text() if args.stdin else ""
+    try:
+        stdin = Path(args.stdin).read_text() if args.stdin else ""
+    except OSError as e:
+        return fail(f"cannot read --stdin {args.stdin}: {e.strerror or e}")
     kw = {"image": args.image} if args.backend == "docker" and args.image else {}
     try:
         sb = get_sandbox(args.backend, **kw)
         res = sb.run(path.read_text(), limits=limits, stdin=stdin)
     except SandboxInfraError as e:
-        return fail(f"sandbox failed (infrastructure, safe to retry): {e}", code=3)
+        return fail(f"sandbox failed (infrastructure, safe to retry): {e}", EXIT_INFRA)
     finally:
         close = getattr(locals().get("sb"), "close", None)
         if close:
@@ -62,4 +68,10 @@ def run_exec(args: argparse.Namespace) -> int:
     if sys.stdout.isatty() or not args.json:
         text = f"{text}\n[sandbox {args.backend}: {status}, {res.duration_s * 1000:.0f} ms]"
     emit(args, out, text)
-    return res.exit_code if res.exit_code >= 0 else 128 - res.exit_code
+    return program_status(res.exit_code)
+
+
+def program_status(exit_code: int) -> int:
+    """The command's exit code for a program that ran: 0 when it exited 0, else 1 (its own code is in the output),
+    so no program can exit with the code that means the sandbox itself failed."""
+    return EXIT_OK if exit_code == 0 else EXIT_FAILED

@@ -1,9 +1,11 @@
-"""`flywheel verify FILE.jsonl`: one verdict JSON per input line, in the same order.
+"""`flywheel verify FILE.jsonl`: one verdict per input line, in the same order.
 
 Each input line is `{"domain": ..., "task": {...}, "response": "..."}`. A line that cannot be
 judged (bad JSON, missing keys, unusable task) gets an error verdict naming the line and why;
-the other lines are judged regardless. `--json` prints one summary object after the verdicts
-when they go to `--out`, else the verdict lines are the JSON output.
+the other lines are judged regardless. On a terminal each verdict is one readable line; `--json`
+prints the verdicts as JSON lines, or with `--out` (where the JSON lines go) one summary object.
+Exit 0: every line judged; 1: some input lines are broken (named on stderr); 3: the judge's
+infrastructure failed for some lines (safe to re-run).
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flywheel.commands.output import add_json_flag, data_stream, emit, fail
+from flywheel.commands.argtypes import positive_int
+from flywheel.commands.output import (
+    EXIT_FAILED,
+    EXIT_INFRA,
+    add_json_flag,
+    data_stream,
+    emit,
+    fail,
+    mark_emitted,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__.splitlines()[0])
     p.add_argument("file", help="JSONL file ('-' for stdin): {domain, task, response} per line")
     p.add_argument("--out", help="write the verdict lines here instead of stdout")
-    p.add_argument("--concurrency", type=int, default=4, help="verifications in flight (default 4)")
+    p.add_argument("--concurrency", type=positive_int, default=4, help="verifications in flight (default 4)")
     p.add_argument("--cache", help="DuckDB file holding the verdict cache (default: none)")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -74,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         where.append(n - 1)
     cache = VerdictCache(args.cache) if args.cache else None
     try:
-        verdicts = score_batch(items, concurrency=max(1, args.concurrency), cache=cache, errors="none")
+        verdicts = score_batch(items, concurrency=args.concurrency, cache=cache, errors="none")
     finally:
         if cache is not None:
             cache.close()
@@ -95,13 +106,35 @@ def run(args: argparse.Namespace) -> int:
         "failed": sum(1 for d in out if d and not d["passed"] and "error" not in d["details"]),
         "errors": sum(1 for d in out if d and "error" in d["details"]),
     }
+    name = "<stdin>" if args.file == "-" else args.file
+    counts = f"{summary['lines']} lines: {summary['passed']} passed, {summary['failed']} failed, {summary['errors']} errors"
     if args.out:
         Path(args.out).write_text(body, encoding="utf-8")
-        emit(args, dict(summary, out=args.out),
-             f"{summary['lines']} lines: {summary['passed']} passed, {summary['failed']} failed, "
-             f"{summary['errors']} errors -> {args.out}")
-    else:
+        emit(args, dict(summary, out=args.out), f"{counts} -> {args.out}")
+    elif args.json:
         data_stream().write(body)
-        if not args.json and sys.stderr.isatty():
-            sys.stderr.write(f"{summary['passed']}/{summary['lines']} passed\n")
+        mark_emitted()
+    else:
+        emit(args, summary, "\n".join([*(readable(name, n, d) for n, d in enumerate(out, 1)), counts]))
+    return _status(name, out)
+
+
+def readable(name: str, lineno: int, verdict: dict[str, Any]) -> str:
+    """One verdict as `FILE:LINE: passed|failed|error (reward R): reason`."""
+    reason = " ".join(str(verdict["reason"]).removeprefix(f"line {lineno}: ").split())
+    status = "error" if "error" in verdict["details"] else "passed" if verdict["passed"] else "failed"
+    return f"{name}:{lineno}: {status} (reward {verdict['reward']:.2f})" + (f": {reason}" if reason else "")
+
+
+def _status(name: str, out: list[dict[str, Any]]) -> int:
+    """0, or 3 when the judge's infrastructure failed for a line, else 1 when input lines are broken."""
+    infra = [n for n, d in enumerate(out, 1) if d["details"].get("error") == "infra"]
+    broken = [(n, d) for n, d in enumerate(out, 1) if "error" in d["details"] and d["details"]["error"] != "infra"]
+    if infra:
+        return fail(f"{name}: the judge's infrastructure failed for line(s) {', '.join(map(str, infra[:10]))} "
+                    "(safe to re-run)", EXIT_INFRA)
+    if broken:
+        shown = "; ".join(f"line {n}: {str(d['reason']).removeprefix(f'line {n}: ')}" for n, d in broken[:5])
+        shown += "; ..." if len(broken) > 5 else ""
+        return fail(f"{name}: {len(broken)} of {len(out)} input line(s) could not be judged: {shown}", EXIT_FAILED)
     return 0

@@ -23,3 +23,22 @@ def test_evaluate_cli_json(random_tiny, tmp_path, capsys):
     assert Path(out["report"]["chart"]).exists()
     assert main(["evaluate", str(tmp_path / "missing"), "--json"]) == 2
     assert main(["evaluate", str(path), "--tasks-per-domain", "poetry=3"]) == 2
+
+
+def test_evaluate_tasks_domain_count_pairs(tmp_path, capsys):
+    import pytest
+
+    from flywheel.cli import build_parser, main
+
+    args = build_parser().parse_args(["evaluate", "m", "--tasks", "math:5, code:3"])
+    assert args.tasks_per_domain == {"math": 5, "code": 3}
+    assert build_parser().parse_args(["evaluate", "m"]).tasks_per_domain == {"math": 200, "code": 60, "agent": 60}
+    for bad, why in [("math:5,code:x", "'code:x': expected an integer >= 0, got 'x'"),
+                     ("math", "'math' is not DOMAIN:COUNT (e.g. math:5,code:3)"),
+                     ("math:-1", "'math:-1': expected an integer >= 0"),
+                     ("math:1,math:2", "domain 'math' is given twice"), (",", "expected DOMAIN:COUNT pairs")]:
+        with pytest.raises(SystemExit) as e:
+            main(["evaluate", str(tmp_path), "--tasks", bad])
+        assert e.value.code == 2 and f"argument --tasks: {why}" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path), "--tasks", "poetry:3", "--json"]) == 2  # no such domain
+    assert "unknown domains ['poetry']" in json.loads(capsys.readouterr().out)["error"]

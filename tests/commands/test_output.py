@@ -26,3 +26,17 @@ def test_library_chatter_goes_to_stderr_and_the_json_stays_clean(capsys):
     assert cap.out.splitlines()[0] == '{"ok": 1}' and json.loads(cap.out.splitlines()[0]) == {"ok": 1}
     assert "Setting accelerator" in cap.err and "a library warning" in cap.err
     assert "after" in cap.out  # handlers are given their stream back
+
+
+def test_fail_under_json_is_one_object_and_never_a_second(capsys):
+    from flywheel.commands.output import EXIT_FAILED, EXIT_INFRA, fail, json_errors
+
+    with json_errors(True):
+        assert fail("bad\n  input", EXIT_INFRA) == 3
+    assert json.loads(capsys.readouterr().out) == {"error": "bad input", "exit_code": 3}
+    with json_errors(True):  # the result was emitted already: the error goes to stderr, stdout keeps one object
+        emit(argparse.Namespace(json=True), {"loaded": 5}, "text")
+        assert fail("over the limit", EXIT_FAILED) == 1
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == {"loaded": 5} and cap.err == "flywheel: error: over the limit\n"
+    assert fail("plain") == 2 and capsys.readouterr().err == "flywheel: error: plain\n"

@@ -1,10 +1,12 @@
-"""`flywheel verify`: one verdict per input line in order, malformed lines named, `--out`/`--json`/`--cache`."""
+"""`flywheel verify`: one verdict per input line in order, malformed lines named (exit 1), readable lines
+without --json, `--out`/`--json`/`--cache`."""
 
 from __future__ import annotations
 
 import json
 
 import duckdb
+import pytest
 
 from flywheel.cli import main
 from flywheel.tasks.suites import train_suite
@@ -29,8 +31,10 @@ def test_verify_file_order_and_malformed_lines(tmp_path, capsys):
     raw.insert(7, "")
     f = tmp_path / "in.jsonl"
     f.write_text("\n".join(raw) + "\n")
-    assert main(["verify", str(f)]) == 0
-    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert main(["verify", str(f), "--json"]) == 1  # judged, but some input lines are broken
+    cap = capsys.readouterr()
+    out = [json.loads(x) for x in cap.out.splitlines()]  # the verdict lines alone: no error object added
+    assert f"{f}: 5 of 13 input line(s) could not be judged: line 2: not valid JSON" in cap.err
     assert len(out) == len(raw)
     assert out[1]["reason"].startswith("line 2: not valid JSON") and out[1]["details"]["error"] == "input"
     assert out[3]["reason"].startswith("line 4: task error") and out[3]["details"]["line"] == 4
@@ -46,7 +50,7 @@ def test_verify_out_json_and_cache(tmp_path, capsys):
     f.write_text("".join(json.dumps(x) + "\n" for x in _lines()) + "nope\n")
     out, cache = tmp_path / "out.jsonl", tmp_path / "cache.duckdb"
     argv = ["verify", str(f), "--out", str(out), "--json", "--concurrency", "2", "--cache", str(cache)]
-    assert main(argv) == 0
+    assert main(argv) == 1  # the "nope" line
     summary = json.loads(capsys.readouterr().out)
     assert summary == {"lines": 9, "passed": 4, "failed": 4, "errors": 1, "out": str(out)}
     first = out.read_text()
@@ -54,9 +58,36 @@ def test_verify_out_json_and_cache(tmp_path, capsys):
     con = duckdb.connect(str(cache))
     assert con.execute("SELECT count(*) FROM verdict_cache").fetchone()[0] == 8
     con.close()
-    assert main(argv) == 0 and out.read_text() == first  # re-scoring is a lookup with the same answer
+    assert main(argv) == 1 and out.read_text() == first  # re-scoring is a lookup with the same answer
 
 
 def test_cli_missing_file(capsys):
     assert main(["verify", "/nonexistent/x.jsonl"]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_verify_readable_lines_and_exit_codes(tmp_path, capsys):
+    good = _lines()[:2]  # a right and a wrong answer
+    f = tmp_path / "in.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in good))
+    assert main(["verify", str(f)]) == 0  # a wrong answer is a verdict, not an error
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{f}:1: passed (reward 1.00)") and lines[1].startswith(f"{f}:2: failed (reward 0.00)")
+    assert lines[-1] == "2 lines: 1 passed, 1 failed, 0 errors"
+    assert not any(ln.startswith("{") for ln in lines)  # no JSON without --json
+
+    f.write_text(json.dumps(good[0]) + "\n{broken\n")
+    assert main(["verify", str(f)]) == 1
+    cap = capsys.readouterr()
+    assert f"{f}:2: error (reward 0.00): not valid JSON" in cap.out
+    assert cap.err.strip() == (f"flywheel: error: {f}: 1 of 2 input line(s) could not be judged: "
+                               "line 2: not valid JSON (Expecting property name enclosed in double quotes at column 2)")
+
+
+def test_verify_json_errors_and_bad_concurrency(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "missing.jsonl"), "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert err["exit_code"] == 2 and err["error"].startswith(f"cannot read {tmp_path / 'missing.jsonl'}")
+    with pytest.raises(SystemExit) as e:
+        main(["verify", str(tmp_path / "x.jsonl"), "--concurrency", "0"])
+    assert e.value.code == 2 and "argument --concurrency: expected an integer >= 1, got '0'" in capsys.readouterr().err
