@@ -2,15 +2,18 @@
 
 `flywheel turn` (what `make flywheel` runs) calls `run_turn`. It executes the same jobs the
 schedule and sensors run (`daily_logs_job`, then `base_model_job`) against the Dagster
-instance in `$DAGSTER_HOME`, so every turn shows up in the UI's asset lineage.
+instance in `$DAGSTER_HOME` (default `$FLYWHEEL_HOME/dagster`), so every turn shows up in the
+UI's asset lineage.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -53,6 +56,59 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     except json.JSONDecodeError:
         value = raw
     return asset, name, value
+
+
+class TurnConfigError(ValueError):
+    """An `--set` override that neither of the turn's jobs accepts; raised before the turn writes anything."""
+
+
+TURN_JOBS: dict[str, tuple[str, ...]] = {"daily_logs_job": DAILY_ASSETS, "base_model_job": BASE_MODEL_ASSETS}
+"""The jobs a turn runs, in order, and the assets whose config `--set` may override in each."""
+
+
+def _type_name(config_type: Any) -> str:
+    """`Noneable.Map.String.IntSourceType` -> `mapping of String to Int`: what a user types, not Dagster's key."""
+    key = str(getattr(config_type, "key", config_type)).removeprefix("Noneable.").replace("SourceType", "")
+    if key.startswith("Array."):
+        return f"list of {key.removeprefix('Array.')}"
+    if key.startswith("Map."):
+        k, _, v = key.removeprefix("Map.").partition(".")
+        return f"mapping of {k} to {v}"
+    return key
+
+
+def _config_fields(defs: dg.Definitions) -> dict[str, tuple[dg.JobDefinition, dict[str, Any]]]:
+    """asset -> (the job that runs it, its config fields by name) for every asset a turn materializes."""
+    out: dict[str, tuple[dg.JobDefinition, dict[str, Any]]] = {}
+    for job_name, assets in TURN_JOBS.items():
+        job = defs.resolve_job_def(job_name)
+        for asset in assets:
+            schema = job.graph.node_named(asset).definition.config_schema
+            fields = getattr(schema.config_type, "fields", None) if schema is not None else None
+            out[asset] = (job, dict(fields or {}))
+    return out
+
+
+def check_overrides(overrides: dict[str, dict[str, Any]], defs: dg.Definitions) -> None:
+    """Every `asset -> {field: value}` override against the turn's jobs' run-config schemas (the assets' Config
+    classes), with one-line errors naming what is valid; raises TurnConfigError before anything is written."""
+    schemas = _config_fields(defs)
+    configurable = [a for a, (_, fields) in schemas.items() if fields]
+    for asset, values in overrides.items():
+        if asset not in schemas or not schemas[asset][1]:
+            raise TurnConfigError(f"--set {asset}.…: no asset {asset!r} with config in a turn; "
+                                  f"assets with config: {', '.join(configurable)}")
+        job, fields = schemas[asset]
+        for name, value in values.items():
+            if name not in fields:
+                raise TurnConfigError(f"--set {asset}.{name}: {asset} has no config field {name!r}; "
+                                      f"its fields: {', '.join(sorted(fields))}")
+            try:
+                dg.validate_run_config(job, {"ops": {asset: {"config": {name: value}}}})
+            except dg.DagsterInvalidConfigError:
+                expected = _type_name(fields[name].config_type)
+                hint = " (a number or true/false is read as JSON: quote it, e.g. '\"1\"')" if expected == "String" else ""
+                raise TurnConfigError(f"--set {asset}.{name}: expected {expected}, got {value!r}{hint}") from None
 
 
 def _ops(cfg: TurnConfig, assets: tuple[str, ...], defaults: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -100,12 +156,25 @@ def check_turn_day(day: str) -> None:
                          "assets/partitions.py LOG_START_DATE)")
 
 
-def turn_instance() -> dg.DagsterInstance:
-    """The persistent instance when `$DAGSTER_HOME` is set (the Makefile sets it), else an ephemeral one."""
-    if os.environ.get("DAGSTER_HOME"):
-        os.makedirs(os.environ["DAGSTER_HOME"], exist_ok=True)
-        return dg.DagsterInstance.get()
-    return dg.DagsterInstance.ephemeral()
+PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
+"""The project's instance settings (SQLite storage under $DAGSTER_HOME, run queue, GPU pools)."""
+
+
+def default_dagster_home(paths: FlywheelPaths) -> Path:
+    """`$DAGSTER_HOME`, set to `$FLYWHEEL_HOME/dagster` when unset (as the Makefile does), created, with the
+    project's dagster.yaml copied in if it has none: a turn run outside `make` shows up in the UI too."""
+    home = Path(os.environ.get("DAGSTER_HOME") or paths.home / "dagster").resolve()
+    os.environ["DAGSTER_HOME"] = str(home)
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists() and PROJECT_DAGSTER_YAML.is_file():
+        shutil.copy(PROJECT_DAGSTER_YAML, home / "dagster.yaml")
+    return home
+
+
+def turn_instance(paths: FlywheelPaths) -> dg.DagsterInstance:
+    """The persistent instance in `$DAGSTER_HOME` (default `$FLYWHEEL_HOME/dagster`, see `default_dagster_home`)."""
+    default_dagster_home(paths)
+    return dg.DagsterInstance.get()
 
 
 def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths, engine: Any = "torch") -> str:
@@ -144,7 +213,8 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
     paths = storage_paths(defs)
     day = cfg.day or next_day(paths)
     check_turn_day(day)  # before any data is written
-    instance = turn_instance()
+    check_overrides(cfg.overrides, defs)
+    instance = turn_instance(paths)
     tags = {TURN_TAG: day}
     progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
     served_by = write_production_traffic(day, cfg, paths, engine=defs.resources["rollout_engine"].factory())
@@ -207,6 +277,7 @@ def run_turns(cfg: TurnConfig, n: int, progress=print, log_level: str = "WARNING
     from assets.definitions import build_definitions
 
     defs = build_definitions()
+    check_overrides(cfg.overrides, defs)  # every override and every day, before any turn writes anything
     days = turn_days(cfg.day or first_day(storage_paths(defs), n), n)
     out = []
     for i, day in enumerate(days, 1):

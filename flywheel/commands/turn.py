@@ -12,7 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from flywheel.commands.output import add_json_flag, emit, fail
+from flywheel.commands.argtypes import count, non_negative, positive_int
+from flywheel.commands.output import EXIT_FAILED, add_json_flag, emit, fail
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,20 +23,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("--day", help="log day YYYY-MM-DD of the (first) turn (default: the day after the newest "
                                  "raw-log folder; with none and --turns N, N-1 days before today)")
-    p.add_argument("--turns", type=int, default=1, metavar="N",
+    p.add_argument("--turns", type=positive_int, default=1, metavar="N",
                    help="run N turns on consecutive days; prints the history (pass@1 per turn) at the end")
     p.add_argument("--project-dir", default=None, metavar="DIR",
                    help="the flywheel project (its assets/ code location; default: the nearest folder upwards "
                         "from here holding workspace.yaml and assets/definitions.py)")
     p.add_argument("--base-model", default="tiny-v1", help="base-model partition (release name or checkpoint)")
-    p.add_argument("--records", type=int, default=3000, help="production requests served for the day")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--train-budget", type=float, default=180.0, metavar="S",
+    p.add_argument("--records", type=positive_int, default=3000, help="production requests served for the day")
+    p.add_argument("--seed", type=count, default=0)
+    p.add_argument("--train-budget", type=non_negative, default=180.0, metavar="S",
                    help="wall-clock cap in seconds of the RL run inside the turn (0: no cap)")
-    p.add_argument("--log-level", default="WARNING", help="Dagster log level of the turn's runs (INFO shows each step)")
+    p.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS,
+                   help="Dagster log level of the turn's runs (INFO shows each step; a failed turn's traceback "
+                        "is printed from DEBUG and INFO)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="ASSET.FIELD=VALUE",
                    help="override an asset's config for this turn, e.g. --set rlvr_policy.steps=20 "
-                        "--set eval_report.tasks_math=40 (repeatable)")
+                        "--set eval_report.tasks_math=40 (repeatable; VALUE is read as JSON, else as text). "
+                        "Every override is checked against the jobs' config before anything is written.")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -75,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))  # the code location is not installed: only `flywheel` is
     # the project's code location, importable only once its root is on sys.path
-    from assets.turn import TurnConfig, TurnDayError, parse_override, run_turns
+    from assets.turn import TurnConfig, TurnConfigError, TurnDayError, parse_override, run_turns
     from flywheel.registry.history import history_markdown, load_history
 
     overrides: dict[str, dict] = {}
@@ -94,10 +100,19 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = TurnConfig(day=args.day, base_model=args.base_model, records=args.records, seed=args.seed,
                      train_budget_s=args.train_budget, overrides=overrides)
-    try:  # every turn's day is checked before anything is written
-        summaries = run_turns(cfg, args.turns, progress=progress, log_level=args.log_level.upper())
-    except TurnDayError as e:
+    try:  # every turn's day and every override are checked before anything is written
+        summaries = run_turns(cfg, args.turns, progress=progress, log_level=args.log_level)
+    except (TurnDayError, TurnConfigError) as e:
         return fail(str(e))
+    except Exception as e:  # a step failed: one line here, the whole story in the Dagster UI's run
+        if args.log_level in ("DEBUG", "INFO"):
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        first = next((ln for ln in str(e).splitlines() if ln.strip()), "")
+        return fail(f"the turn failed: {type(e).__name__}: {first} (the run's logs: the Dagster UI, "
+                    f"$DAGSTER_HOME={os.environ.get('DAGSTER_HOME', '')}; --log-level INFO prints the traceback)",
+                    EXIT_FAILED)
     wall = round(time.perf_counter() - t0, 1)
     history = load_history(summaries[-1]["tracking_uri"]) if summaries[-1].get("tracking_uri") else []
     text = "\n\n".join(format_summary(s) for s in summaries)

@@ -1,0 +1,69 @@
+"""`flywheel turn`: every `--set` override is checked against both jobs' config before anything is written,
+and without `$DAGSTER_HOME` the turn uses the persistent instance in `$FLYWHEEL_HOME/dagster`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flywheel.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("override, why", [
+    ("rlvr_policy.stepz=5", "--set rlvr_policy.stepz: rlvr_policy has no config field 'stepz'; its fields: "),
+    ("rlvr_polcy.steps=5", "--set rlvr_polcy.…: no asset 'rlvr_polcy' with config in a turn; assets with config: "),
+    ("task_logs.x=1", "no asset 'task_logs' with config in a turn"),  # in a job, but takes no config
+    ("rlvr_policy.steps=abc", "--set rlvr_policy.steps: expected Int, got 'abc'"),
+    ("eval_report.n_samples=2.5", "--set eval_report.n_samples: expected Int, got 2.5"),
+    ("rlvr_policy.domain_weights={\"math\": \"x\"}", "rlvr_policy.domain_weights: expected mapping of String to Float"),
+    ("verifiers.max_tasks=true", "--set verifiers.max_tasks: expected Int, got True"),
+])
+def test_bad_overrides_fail_before_anything_is_written(override, why, flywheel_home, capsys, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(flywheel_home.home / "dagster_home"))
+    code = main(["turn", "--project-dir", str(REPO), "--day", "2026-12-01", "--set", "rlvr_policy.steps=3",
+                 "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and why in err and len(err.strip().splitlines()) == 1
+    assert not list(flywheel_home.raw_logs.glob("*"))  # no day of production traffic written
+    assert not (flywheel_home.home / "dagster_home").exists()  # no Dagster run started
+    if "fields: " in why:
+        assert ", steps, " in err  # the asset's valid fields are listed
+    if "assets with config: " in why:
+        assert "verifiers, base_model, rlvr_policy, eval_report" in err  # ... or the assets that take config
+
+
+def test_bad_override_under_json(flywheel_home, capsys):
+    assert main(["turn", "--project-dir", str(REPO), "--set", "rlvr_policy.stepz=5", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert err["exit_code"] == 2 and err["error"].startswith("--set rlvr_policy.stepz: rlvr_policy has no config")
+
+
+def test_valid_overrides_pass_the_check():
+    from assets.definitions import build_definitions
+    from assets.turn import check_overrides
+
+    check_overrides({"rlvr_policy": {"steps": 3, "lr": 1, "domain_weights": {"math": 1.0}},
+                     "eval_report": {"n_samples": 1}, "verifiers": {"max_tasks": 0}}, build_definitions())
+
+
+def test_dagster_home_defaults_to_flywheel_home(flywheel_home, monkeypatch):
+    from assets.turn import PROJECT_DAGSTER_YAML, turn_instance
+
+    monkeypatch.setenv("DAGSTER_HOME", "set-so-that-monkeypatch-restores-it")
+    monkeypatch.delenv("DAGSTER_HOME")
+    instance = turn_instance(flywheel_home)
+    home = flywheel_home.home / "dagster"
+    try:
+        assert Path(instance.root_directory) == home and not instance.is_ephemeral
+        assert (home / "dagster.yaml").read_text() == PROJECT_DAGSTER_YAML.read_text()
+        assert type(instance.run_storage).__name__ == "SqliteRunStorage"  # the runs the UI reads
+        assert instance.get_runs_count() == 0 and (home / "history" / "runs").is_dir()
+    finally:
+        instance.dispose()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # a user's own settings are kept
+    turn_instance(flywheel_home).dispose()
+    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
