@@ -12,9 +12,10 @@ import importlib
 import importlib.metadata
 import json
 import sys
+import traceback
 from typing import Any, NoReturn
 
-from flywheel.commands.output import EXIT_USAGE, json_errors, reserved_stdout
+from flywheel.commands.output import EXIT_USAGE, exit_code_for, fail, json_errors, reserved_stdout
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest",
@@ -57,6 +58,17 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
+def _run(args: argparse.Namespace) -> int:
+    """The command, with an unexpected exception turned into its traceback on stderr, then one error line
+    (one JSON object under --json) and the exit code `exit_code_for` gives it."""
+    try:
+        return int(args.func(args) or 0)
+    except Exception as e:
+        traceback.print_exc(file=sys.stderr)
+        first = next((ln for ln in str(e).splitlines() if ln.strip()), "")
+        return fail(f"{args.command} failed: {type(e).__name__}: {first}", exit_code_for(e))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = StrictParser(prog="flywheel", description=__doc__.splitlines()[0],
                           epilog="exit codes: 0 ok, 1 failed, 2 usage/config error, 3 infrastructure "
@@ -83,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     with json_errors(bool(getattr(args, "json", False))):
         if getattr(args, "json", False):
             with reserved_stdout():
-                return int(args.func(args) or 0)
-        return int(args.func(args) or 0)
+                return _run(args)
+        return _run(args)
 
 
 if __name__ == "__main__":

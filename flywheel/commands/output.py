@@ -28,6 +28,27 @@ EXIT_CODES: dict[int, str] = {
 }
 """The only exit codes a `flywheel` command returns, declared once (docs/cli.md renders this table)."""
 
+INFRA_ERRORS: tuple[str, ...] = ("SandboxInfraError", "VerifierInfraError", "DagsterUserCodeUnreachableError")
+"""Exception class names that mean a system the command needs broke, not the work: exit 3 (safe to retry)."""
+
+
+def exit_code_for(e: BaseException) -> int:
+    """3 for an infrastructure failure (a connection refused or timed out, MLflow's server not answering, a
+    sandbox or verifier runtime that broke; also as the cause of a wrapping error, e.g. a Dagster step's),
+    else 1: the work ran and failed."""
+    seen: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and cur not in seen and len(seen) < 8:
+        seen.append(cur)
+        name, module = type(cur).__name__, type(cur).__module__.split(".")[0]
+        if isinstance(cur, (ConnectionError, TimeoutError)) or name in INFRA_ERRORS or module in ("requests", "urllib3"):
+            return EXIT_INFRA
+        if name == "MlflowException" and "API request to" in str(cur):  # the server did not answer
+            return EXIT_INFRA
+        cur = getattr(cur, "user_exception", None) or cur.__cause__
+    return EXIT_FAILED
+
+
 _data_stream: TextIO | None = None
 """The real stdout while `reserved_stdout` holds it (None: sys.stdout)."""
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from flywheel.commands.argtypes import count, non_negative, positive_int
-from flywheel.commands.output import EXIT_FAILED, add_json_flag, emit, fail
+from flywheel.commands.output import add_json_flag, emit, exit_code_for, fail
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         first = next((ln for ln in str(e).splitlines() if ln.strip()), "")
         return fail(f"the turn failed: {type(e).__name__}: {first} (the run's logs: the Dagster UI, "
                     f"$DAGSTER_HOME={os.environ.get('DAGSTER_HOME', '')}; --log-level INFO prints the traceback)",
-                    EXIT_FAILED)
+                    exit_code_for(e))
     wall = round(time.perf_counter() - t0, 1)
     history = load_history(summaries[-1]["tracking_uri"]) if summaries[-1].get("tracking_uri") else []
     text = "\n\n".join(format_summary(s) for s in summaries)

@@ -112,3 +112,31 @@ def test_commands_use_the_declared_exit_codes_only():
                 codes = node.args[1:] + [k.value for k in node.keywords if k.arg == "code"]
                 bare += [f"{path.name}:{node.lineno}" for c in codes if isinstance(c, ast.Constant)]
     assert bare == []
+
+
+def test_unreachable_mlflow_is_an_infrastructure_failure(flywheel_home, monkeypatch, capsys):
+    import socket
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["rollback", "--tracking-uri", f"http://127.0.0.1:{port}", "--json"]) == 3
+    err = json.loads(capsys.readouterr().out)
+    assert err["exit_code"] == 3 and err["error"].startswith(f"MLflow at http://127.0.0.1:{port} failed")
+
+
+def test_an_unexpected_failure_is_one_json_error_with_its_class(tmp_path, capsys):
+    from flywheel.commands.output import exit_code_for
+    from flywheel.sandbox import SandboxInfraError
+
+    (tmp_path / "in.jsonl").write_text(json.dumps({"domain": "math", "task": {}, "response": "1"}) + "\n")
+    # a folder as the verdict cache: DuckDB cannot open it, an error no command expects
+    assert main(["verify", str(tmp_path / "in.jsonl"), "--cache", str(tmp_path), "--json"]) == 1
+    cap = capsys.readouterr()
+    err = json.loads(cap.out)
+    assert err["exit_code"] == 1 and err["error"].startswith("verify failed: ")
+    assert "Traceback" in cap.err  # the whole story stays on stderr
+    wrapped = RuntimeError("step failed")
+    wrapped.__cause__ = SandboxInfraError("no sandbox")
+    assert (exit_code_for(wrapped), exit_code_for(ConnectionRefusedError()), exit_code_for(KeyError("x"))) == (3, 3, 1)
