@@ -109,6 +109,10 @@ def check_overrides(overrides: dict[str, dict[str, Any]], defs: dg.Definitions) 
                 expected = _type_name(fields[name].config_type)
                 hint = " (a number or true/false is read as JSON: quote it, e.g. '\"1\"')" if expected == "String" else ""
                 raise TurnConfigError(f"--set {asset}.{name}: expected {expected}, got {value!r}{hint}") from None
+            default = fields[name].default_value if fields[name].default_provided else None
+            if isinstance(default, list) and isinstance(value, list) and len(value) != len(default):
+                raise TurnConfigError(f"--set {asset}.{name}: expected {len(default)} values like {default}, "
+                                      f"got {len(value)}")
 
 
 def _ops(cfg: TurnConfig, assets: tuple[str, ...], defaults: dict[str, dict[str, Any]]) -> dict[str, Any]:

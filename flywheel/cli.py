@@ -15,7 +15,7 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-from flywheel.commands.output import EXIT_USAGE, exit_code_for, fail, json_errors, reserved_stdout
+from flywheel.commands.output import EXIT_CODES, EXIT_USAGE, exit_code_for, fail, json_errors, reserved_stdout
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ingest",
@@ -71,8 +71,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = StrictParser(prog="flywheel", description=__doc__.splitlines()[0],
-                          epilog="exit codes: 0 ok, 1 failed, 2 usage/config error, 3 infrastructure "
-                                 "failure (docs/cli.md)")
+                          epilog="exit codes: " + ", ".join(f"{c} {m.split(':')[0]}" for c, m in EXIT_CODES.items())
+                          + " (docs/cli.md)")
     parser.add_argument("--version", action="version", version=f"flywheel {package_version()}")
     # subparsers are made with the parent's class (StrictParser), so every level rejects abbreviations
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

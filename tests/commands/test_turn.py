@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
     ("eval_report.n_samples=2.5", "--set eval_report.n_samples: expected Int, got 2.5"),
     ("rlvr_policy.domain_weights={\"math\": \"x\"}", "rlvr_policy.domain_weights: expected mapping of String to Float"),
     ("verifiers.max_tasks=true", "--set verifiers.max_tasks: expected Int, got True"),
+    ("rlvr_policy.adam_betas=[0.9, 0.99, 0.5]", "--set rlvr_policy.adam_betas: expected 2 values like [0.9, 0.99], got 3"),
 ])
 def test_bad_overrides_fail_before_anything_is_written(override, why, flywheel_home, capsys, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(flywheel_home.home / "dagster_home"))
@@ -46,7 +47,7 @@ def test_valid_overrides_pass_the_check():
     from assets.definitions import build_definitions
     from assets.turn import check_overrides
 
-    check_overrides({"rlvr_policy": {"steps": 3, "lr": 1, "domain_weights": {"math": 1.0}},
+    check_overrides({"rlvr_policy": {"steps": 3, "lr": 1, "domain_weights": {"math": 1.0}, "adam_betas": [0.8, 0.9]},
                      "eval_report": {"n_samples": 1}, "verifiers": {"max_tasks": 0}}, build_definitions())
 
 
