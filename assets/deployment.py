@@ -43,6 +43,7 @@ def deployed_model(
     from flywheel.gpu import GpuSpec
     from flywheel.registry.candidate import eval_dir
     from flywheel.registry.deploy import champion_regression, deploy_candidate
+    from flywheel.registry.links import model_version_url
 
     release, paths = context.partition_key, storage.paths()
     training = latest_metadata(context.instance, "rlvr_policy", release)
@@ -57,6 +58,10 @@ def deployed_model(
     return dg.MaterializeResult(
         metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,
                   "candidate": res.candidate.uri, "champion": res.champion.uri,
+                  "mlflow_model_version": dg.MetadataValue.url(
+                      model_version_url(storage.mlflow_ui(), res.candidate.name, res.candidate.version)),
+                  "mlflow_champion_version": dg.MetadataValue.url(
+                      model_version_url(storage.mlflow_ui(), res.champion.name, res.champion.version)),
                   "champion_model_path": dg.MetadataValue.path(res.champion.model_path),
                   "serving_manifest": dg.MetadataValue.path(res.serving_paths["yaml"]),
                   "vllm_command": dg.MetadataValue.md(f"```\n{res.serve_command()}\n```")},

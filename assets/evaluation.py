@@ -55,6 +55,7 @@ def eval_report(
 ) -> dg.MaterializeResult:
     # torch and the verifiers load with the step, not with the code location
     from flywheel.registry.candidate import evaluate_candidate, training_prompts
+    from flywheel.registry.links import mlflow_run_url
 
     release, paths = context.partition_key, storage.paths()
     prompts = training_prompts(paths.warehouse)
@@ -66,8 +67,10 @@ def eval_report(
         engine=rollout_engine.factory(gpu.torch_device(EVAL_GPU)),
     )
     c = ev.candidate.contamination
+    link = {"mlflow_run": dg.MetadataValue.url(mlflow_run_url(paths.mlflow_uri, ev.eval_run_id, storage.mlflow_ui()))
+            } if ev.eval_run_id else {}
     return dg.MaterializeResult(
-        metadata={"report": dg.MetadataValue.md(ev.markdown), **ev.flat_metrics()},
+        metadata={"report": dg.MetadataValue.md(ev.markdown), **ev.flat_metrics(), **link},
         check_results=[
             dg.AssetCheckResult(check_name="eval_set_decontaminated", passed=bool(prompts) and c.clean,
                                 severity=dg.AssetCheckSeverity.ERROR,

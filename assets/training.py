@@ -74,7 +74,8 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
         metadata={
             "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
             "log_partitions": dg.MetadataValue.json(log_partitions),
-            "mlflow_run_id": res.mlflow_run_id or "", "mlflow_run": dg.MetadataValue.text(res.mlflow_run_url or ""),
+            "mlflow_run_id": res.mlflow_run_id or "",
+            **({"mlflow_run": dg.MetadataValue.url(res.mlflow_run_url)} if res.mlflow_run_url else {}),
             "final_reward": dg.MetadataValue.float(float(res.final_reward)),
             "trained_from": start_label, "steps": res.steps_done, "wall_s": round(res.wall_s, 1), "stop_reason": res.stop_reason,
             "lr_horizon": res.horizon, "dev_best": dg.MetadataValue.json(res.dev_best),

@@ -21,6 +21,7 @@ from pydantic import Field
 from flywheel.commands.storage import TRACKING_URI_ENV, storage_from_env
 from flywheel.logs.warehouse import configure, ensure_tables
 from flywheel.paths import FlywheelPaths
+from flywheel.registry.links import DEFAULT_UI_URL, ui_base
 from flywheel.train.telemetry import DEFAULT_EXPERIMENT, Telemetry
 
 WAREHOUSE_POOL = "duckdb_warehouse"
@@ -41,6 +42,9 @@ class StorageResource(dg.ConfigurableResource):
     home: str = Field(description="folder of warehouse.duckdb, models/, checkpoints/, eval/, raw_logs/, mlflow.db")
     tracking_uri: str = Field(default="", description="MLflow tracking/registry server; empty = SQLite under home")
     mlflow_experiment: str = Field(default=DEFAULT_EXPERIMENT, description="MLflow experiment of the training runs")
+    mlflow_ui_url: str = Field(default="", description="MLflow UI base URL that asset metadata links to; empty = "
+                                                       f"the tracking server when one is set, else {DEFAULT_UI_URL} "
+                                                       "(`make mlflow`)")
     releases_dir: str = Field(default="", description="folder watched for new base-model checkpoints; "
                                                       "empty = home/models/base")
     raw_logs_uri: str = Field(default="", description="one day of raw logs: file/folder/URI with {date} "
@@ -64,10 +68,15 @@ class StorageResource(dg.ConfigurableResource):
             ensure_tables(con)
             yield con
 
+    def mlflow_ui(self) -> str:
+        """The MLflow UI base URL links in asset metadata start with."""
+        return ui_base(self.paths().mlflow_uri, self.mlflow_ui_url)
+
     def telemetry(self) -> Telemetry:
         """An MLflow training-run logger bound to this store."""
         paths = self.paths()
-        return Telemetry(paths.mlflow_uri, experiment=self.mlflow_experiment, artifact_root=paths.mlflow_artifacts)
+        return Telemetry(paths.mlflow_uri, experiment=self.mlflow_experiment, artifact_root=paths.mlflow_artifacts,
+                         ui_url=self.mlflow_ui())
 
 
 def default_storage() -> StorageResource:

@@ -2,7 +2,9 @@
 
 `to_markdown(..., inline_chart=True)` embeds the PNG as base64, which the Dagster UI
 renders inside `MetadataValue.md`; MLflow gets `report.md`, `pass_rates.png` and the
-full `report.json` as artifacts of one run.
+full `report.json` as artifacts of one run. Its pass@1 per domain and the paired differences
+vs the baseline (the champion, in a turn) are keyed `1_pass_at_1/<domain>` and `2_diff_vs_baseline/<domain>.<metric>`: the
+MLflow UI sorts chart sections by the prefix before the last `/` and puts keys without one last.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from flywheel.evaluation.metrics import Estimate
 from flywheel.evaluation.runner import GREEDY, METRICS, Comparison, EvalReport
+from flywheel.registry.links import EVAL_EXPERIMENT, ensure_experiment
 
 
 def fmt_estimate(e: Estimate | None, digits: int = 3) -> str:
@@ -177,7 +180,7 @@ def write_report(
 
 def log_to_mlflow(
     report: EvalReport, baseline: EvalReport | None = None, comparison: Comparison | None = None,
-    tracking_uri: str | None = None, experiment: str = "flywheel-eval", run_name: str | None = None,
+    tracking_uri: str | None = None, experiment: str = EVAL_EXPERIMENT, run_name: str | None = None,
     tags: Mapping[str, str] | None = None, artifact_location: str | None = None, seed_note: str | None = None,
 ) -> str:
     """One MLflow run with params (eval config), metrics (per domain, with CI bounds) and the report artifacts.
@@ -189,8 +192,7 @@ def log_to_mlflow(
     from mlflow.entities import Metric, Param  # heavy: mlflow loads only where a run is logged
 
     client = MlflowClient(tracking_uri=tracking_uri)
-    exp = client.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp else client.create_experiment(experiment, artifact_location=artifact_location)
+    exp_id = ensure_experiment(client, experiment, artifact_location)
     run = client.create_run(exp_id, run_name=run_name or f"eval-{report.model}",
                             tags={"flywheel.kind": "eval", "flywheel.model": report.model, **dict(tags or {})})
     run_id = run.info.run_id
@@ -200,14 +202,14 @@ def log_to_mlflow(
         for name, e in m.items():
             if not math.isnan(e.value):
                 key = name.replace("@", "_at_")
-                metrics[f"{d}.{key}"] = e.value
+                metrics[f"1_pass_at_1/{d}" if key == "pass_at_1" else f"{d}.{key}"] = e.value
                 metrics[f"{d}.{key}.ci_lo"] = e.lo
                 metrics[f"{d}.{key}.ci_hi"] = e.hi
     if comparison is not None:
         for name, diffs in (("pass_at_1", comparison.diffs), ("greedy_at_1", comparison.greedy_diffs)):
             for d, e in diffs.items():
                 if not math.isnan(e.value):
-                    metrics[f"{d}.{name}.diff_vs_baseline"] = e.value
+                    metrics[f"2_diff_vs_baseline/{d}.{name}"] = e.value
     for d, types in report.failure_counts().items():
         metrics.update({f"{d}.failures.{k}": float(n) for k, n in types.items()})
     client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],

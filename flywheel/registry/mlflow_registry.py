@@ -9,9 +9,11 @@ rollback knows where to go back to.
 A version's MLflow run is the run that trained it (`training_run_id` in its lineage): its
 `MODEL_PATH` pointer, lineage and serving manifest (weights too when asked) are logged into
 that run's artifacts and the version's source is that folder, so MLflow links the version to
-its training run, and the same code works against a local SQLite store and a remote
-`mlflow server` (which refuses bare local paths as sources). A version nothing trained (a
-base model) gets a small registration run instead. The weights' path is the
+its training run (whose `flywheel.registered_versions` tag lists the versions made from it), and
+the same code works against a local SQLite store and a remote `mlflow server`. A version nothing
+trained (a base model) has no run on a local store: its source is the checkpoint folder itself; a
+server refuses a local path without a run, so there it gets a registration run holding its
+`MODEL_PATH` and lineage (experiment `flywheel-registry`). The weights' path is the
 `flywheel.model_path` tag.
 """
 
@@ -29,12 +31,14 @@ from typing import Any
 
 from flywheel.evaluation.runner import Comparison
 from flywheel.registry.gate import GateConfig, PromotionDecision, decide, not_non_inferior
+from flywheel.registry.links import REGISTRY_EXPERIMENT, ensure_experiment
 
 DEFAULT_MODEL_NAME = "flywheel-policy"
 CHAMPION = "champion"
 HISTORY_TAG = "flywheel.champion_history"
 EVENTS_TAG = "flywheel.champion_events"
-REGISTRY_EXPERIMENT = "flywheel-registry"
+VERSIONS_TAG = "flywheel.registered_versions"
+"""Tag on a training run: the model versions registered from it (`name:version`, comma-separated)."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +101,12 @@ class Registry:
                 self.client.get_registered_model(self.name)
 
     def _experiment_id(self) -> str:
-        exp = self.client.get_experiment_by_name(REGISTRY_EXPERIMENT)
-        if exp:
-            return exp.experiment_id
-        return self.client.create_experiment(REGISTRY_EXPERIMENT, artifact_location=self.artifact_location)
+        return ensure_experiment(self.client, REGISTRY_EXPERIMENT, self.artifact_location)
+
+    @property
+    def is_remote(self) -> bool:
+        """A tracking server (which needs a run to hold a version's local files), not a local store."""
+        return self.tracking_uri.startswith(("http://", "https://", "databricks"))
 
     # ---- versions -----------------------------------------------------------------
     def register(
@@ -125,6 +131,11 @@ class Registry:
             if v is None:
                 continue
             tags[f"flywheel.{k}"] = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+        if not tags.get("flywheel.training_run_id") and not self.is_remote:  # nothing to link: no run at all
+            mv = self.client.create_model_version(self.name, source=Path(model_path).resolve().as_uri(), tags=tags,
+                                                  description=f"{role} from {tags.get('flywheel.base_model', '?')}")
+            self._wait_ready(mv.version)
+            return ModelRef(self.name, str(mv.version), model_path, dict(tags))
         run_id, artifact_path = self._source_run(tags, Path(model_path).name)
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp) / "model"
@@ -140,11 +151,19 @@ class Registry:
             self.name, source=f"runs:/{run_id}/{artifact_path}", run_id=run_id, tags=tags,
             description=f"{role} from {tags.get('flywheel.base_model', '?')}")
         self._wait_ready(mv.version)
+        if tags.get("flywheel.training_run_id"):
+            self._list_on_run(run_id, f"{self.name}:{mv.version}")
         return ModelRef(self.name, str(mv.version), model_path, dict(tags))
+
+    def _list_on_run(self, run_id: str, uri: str) -> None:
+        """Add `uri` to the training run's `flywheel.registered_versions` tag (the run page shows the versions too)."""
+        listed = self.client.get_run(run_id).data.tags.get(VERSIONS_TAG, "")
+        self.client.set_tag(run_id, VERSIONS_TAG, ", ".join([*filter(None, listed.split(", ")), uri]))
 
     def _source_run(self, tags: Mapping[str, str], name: str) -> tuple[str, str]:
         """(run, artifact folder) a new version's source lives in: the training run when there is one
-        (a folder per registration: one run may be registered more than once), else a registration run."""
+        (a folder per registration: one run may be registered more than once), else (a server) a
+        registration run."""
         training = tags.get("flywheel.training_run_id")
         if training:
             return training, f"registered/{name}-{uuid.uuid4().hex[:6]}"
@@ -154,8 +173,14 @@ class Registry:
         return run.info.run_id, "model"
 
     def log_version_artifact(self, version: str | int, path: str | Path) -> None:
-        """Log the file `path` beside version `version`'s `MODEL_PATH` (in its source run's folder)."""
+        """Log the file `path` beside version `version`'s `MODEL_PATH` (in its source run's folder; a run-less
+        version: into its checkpoint folder, unless a file of that name is there already)."""
         mv = self.client.get_model_version(self.name, str(version))
+        if not mv.run_id:  # a run-less version's source is the checkpoint folder itself
+            folder_path = Path(mv.tags.get("flywheel.model_path", ""))
+            if folder_path.is_dir() and not (folder_path / Path(path).name).exists():
+                shutil.copy(path, folder_path / Path(path).name)
+            return
         folder = mv.source.split(f"runs:/{mv.run_id}/", 1)[-1] if mv.source.startswith("runs:/") else "model"
         self.client.log_artifact(mv.run_id, str(path), folder)
 

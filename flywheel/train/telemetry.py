@@ -3,6 +3,12 @@
 Local SQLite store by default (`FlywheelPaths.mlflow_uri`, artifacts under
 `paths.mlflow_artifacts`); a resumed run continues the same MLflow run. `enabled=False`
 keeps everything in memory (the metric history still feeds the curve).
+
+MLflow 3's UI groups charts into sections by the key's prefix before the last `/`, sorts the
+sections alphabetically and puts keys without a `/` last ("Model metrics"); the order metrics were
+logged in does not count. So the headline metrics get keys whose sections sort first
+(`mlflow_key`): `1_reward/mean`, `1_reward/mean_<domain>`, `2_pass_rate/mean`, ... The in-memory
+history keeps the trainer's own names.
 """
 
 from __future__ import annotations
@@ -13,15 +19,26 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-DEFAULT_EXPERIMENT = "flywheel-rlvr"
+from flywheel.registry.links import EXPERIMENT_DESCRIPTIONS, TRAINING_EXPERIMENT, ensure_experiment, ui_base
+from flywheel.registry.links import run_url as ui_run_url
+
+DEFAULT_EXPERIMENT = TRAINING_EXPERIMENT
+
+HEADLINE_KEYS = {"reward/mean": "1_reward/mean", "reward/std": "1_reward/std", "reward_mean/": "1_reward/mean_",
+                 "reward_std/": "1_reward/std_", "pass_rate": "2_pass_rate/mean", "pass_rate/": "2_pass_rate/mean_"}
+"""The trainer's names of reward and pass rate (a trailing `/`: per domain) -> MLflow keys whose chart
+sections sort first in the MLflow UI."""
 
 
-def _ensure_experiment(mlflow: Any, name: str, artifact_root: Path | None) -> str:
-    exp = mlflow.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    kw = {"artifact_location": artifact_root.resolve().as_uri()} if artifact_root else {}
-    return mlflow.create_experiment(name, **kw)
+def mlflow_key(name: str) -> str:
+    """The MLflow key of the trainer's metric `name`: headline metrics renamed so they chart first,
+    `@` spelled `_at_` (MLflow refuses it), everything else as it is."""
+    if name in HEADLINE_KEYS:
+        return HEADLINE_KEYS[name]
+    head, sep, tail = name.partition("/")
+    if sep and f"{head}/" in HEADLINE_KEYS and "/" not in tail:
+        return HEADLINE_KEYS[f"{head}/"] + tail
+    return name.replace("@", "_at_")
 
 
 class Telemetry:
@@ -33,11 +50,13 @@ class Telemetry:
         experiment: str = DEFAULT_EXPERIMENT,
         artifact_root: Path | None = None,
         enabled: bool = True,
+        ui_url: str = "",
     ) -> None:
         self.enabled = enabled and tracking_uri is not None
         self.tracking_uri = tracking_uri
         self.experiment = experiment
         self.artifact_root = artifact_root
+        self.ui_url = ui_url
         self.run_id: str | None = None
         self.experiment_id: str | None = None
         self._client: Any = None
@@ -46,12 +65,12 @@ class Telemetry:
         """Open a new run (or reopen `run_id` on resume) and log `params` once."""
         if not self.enabled:
             return None
-        import mlflow  # heavy: only a run that logs pays for it
         from mlflow.tracking import MlflowClient  # heavy: mlflow loads only where a run is logged
 
-        mlflow.set_tracking_uri(self.tracking_uri)
         self._client = MlflowClient(self.tracking_uri)
-        self.experiment_id = _ensure_experiment(mlflow, self.experiment, self.artifact_root)
+        self.experiment_id = ensure_experiment(
+            self._client, self.experiment, self.artifact_root.resolve().as_uri() if self.artifact_root else None,
+            description=EXPERIMENT_DESCRIPTIONS[TRAINING_EXPERIMENT])
         if run_id:
             self._client.update_run(run_id, status="RUNNING")
             self.run_id = run_id
@@ -71,7 +90,7 @@ class Telemetry:
         from mlflow.entities import Metric  # heavy: mlflow loads only where a run is logged
 
         ts = int(time.time() * 1000)
-        items = [Metric(k.replace("@", "_at_"), float(v), ts, step) for k, v in metrics.items() if _finite(v)]
+        items = [Metric(mlflow_key(k), float(v), ts, step) for k, v in metrics.items() if _finite(v)]
         for i in range(0, len(items), 900):
             self._client.log_batch(self.run_id, metrics=items[i : i + 900])
 
@@ -88,10 +107,10 @@ class Telemetry:
             self._client.set_terminated(self.run_id, status=status)
 
     def run_url(self) -> str | None:
-        """Where to look at the run: the MLflow UI path (`mlflow ui --backend-store-uri <uri>`)."""
-        if not self.run_id:
+        """The run's page in the MLflow UI (`ui_url`, else the tracking server, else `make mlflow`'s address)."""
+        if not self.run_id or not self.experiment_id:
             return None
-        return f"{self.tracking_uri}#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        return ui_run_url(ui_base(self.tracking_uri or "", self.ui_url), self.experiment_id, self.run_id)
 
 
 def _finite(v: Any) -> bool:

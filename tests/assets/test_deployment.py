@@ -98,6 +98,15 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, storage, seed
     assert json.loads(mv.tags["flywheel.log_partitions"]) == ["2026-12-01", "2026-12-02"]
     assert mv.run_id == training_run == mv.tags["flywheel.training_run_id"]
     assert mv.source.startswith(f"runs:/{training_run}/") and mv.tags["flywheel.dagster_run_id"] == res.run_id
+    assert client.get_run(training_run).data.tags["flywheel.registered_versions"] == "flywheel-policy:2"
+    assert not client.get_model_version("flywheel-policy", "1").run_id  # the base model: no empty registration run
+    # the metadata links the MLflow UI: the eval run and the registered version
+    eval_run = client.get_run(mv.tags["flywheel.eval_run_id"])
+    assert meta["mlflow_run"].value == \
+        f"http://127.0.0.1:5000/#/experiments/{eval_run.info.experiment_id}/runs/{eval_run.info.run_id}"
+    assert isinstance(dep["mlflow_model_version"], dg.UrlMetadataValue)
+    assert dep["mlflow_model_version"].value == "http://127.0.0.1:5000/#/models/flywheel-policy/versions/2"
+    assert dep["mlflow_champion_version"].value == "http://127.0.0.1:5000/#/models/flywheel-policy/versions/1"
     folder = mv.source.removeprefix(f"runs:/{training_run}/")
     assert {Path(f.path).name for f in client.list_artifacts(training_run, folder)} >= {"MODEL_PATH", "serving.json"}
     # a negative margin promotes an equal candidate: the gate both ways through the asset

@@ -1,5 +1,5 @@
 """`rlvr_policy`: its config converts to the library's; it materializes through Dagster (policy saved HF-loadable,
-MLflow run linked, check passes)."""
+MLflow run linked by its UI URL, check passes)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,14 @@ def test_rlvr_policy_materializes(flywheel_home, storage, random_tiny):
     assert md["steps"].value == 2
     assert md["log_partitions"].value == ["2026-12-01"]  # passed on to deployed_model's registered version
     assert "data:image/png;base64," in md["reward_curve"].value
-    run = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri).get_run(md["mlflow_run_id"].value)
+    client = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri)
+    run = client.get_run(md["mlflow_run_id"].value)
     assert run.info.status == "FINISHED" and run.data.params["manifest.data.base_model"] == release
+    # the metadata links the run's page in the MLflow UI (`make mlflow`), not the store's URI
+    assert isinstance(md["mlflow_run"], dg.UrlMetadataValue)
+    assert md["mlflow_run"].value == f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
+    # reward and pass rate chart first; no KL without a reference policy (kl_coef 0); a described experiment
+    assert {"1_reward/mean", "2_pass_rate/mean"} <= set(run.data.metrics) and "kl" not in run.data.metrics
+    assert "Training runs" in client.get_experiment(run.info.experiment_id).tags["mlflow.note.content"]
     checks = result.get_asset_check_evaluations()
     assert [(c.check_name, c.passed) for c in checks] == [("rlvr_run_sound", True)]

@@ -9,7 +9,8 @@ import pytest
 
 from flywheel.evaluation.runner import compare
 from flywheel.registry.gate import GateConfig
-from flywheel.registry.mlflow_registry import promote_if_better, rollback
+from flywheel.registry.links import REGISTRY_EXPERIMENT
+from flywheel.registry.mlflow_registry import VERSIONS_TAG, promote_if_better, rollback
 from flywheel.registry.serving import serving_manifest
 
 
@@ -23,8 +24,15 @@ def _training_run(paths) -> str:
     return run_id
 
 
+def _file(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("{}")
+    return folder / name
+
+
 def test_registered_version_links_its_training_run(mlflow_registry, flywheel_home, tmp_path):
-    """The version's MLflow run is the run that trained it; its lineage tags carry the log partitions."""
+    """The version's MLflow run is the run that trained it, which lists the version; its lineage tags carry the
+    log partitions and the Dagster run; a base model's version has no run on a local store."""
     training_run = _training_run(flywheel_home)
     lineage = {"base_model": "tiny-v1", "log_partitions": ["2026-12-01", "2026-12-02"],
                "training_run_id": training_run, "dagster_run_id": "dagster-run-1"}
@@ -40,9 +48,16 @@ def test_registered_version_links_its_training_run(mlflow_registry, flywheel_hom
     # registering the same training run twice keeps each version's own source folder
     assert mlflow_registry.client.get_model_version(mlflow_registry.name, first.version).source != \
         mlflow_registry.client.get_model_version(mlflow_registry.name, again.version).source
-    base = mlflow_registry.ensure_champion(tmp_path, "tiny-v1")  # nothing trained a base model: its own registration run
-    assert mlflow_registry.client.get_run(mlflow_registry.client.get_model_version(mlflow_registry.name, base.version).run_id
-                                   ).data.tags["flywheel.kind"] == "registration"
+    # the training run lists the versions made from it
+    listed = mlflow_registry.client.get_run(training_run).data.tags[VERSIONS_TAG]
+    assert listed == f"flywheel-policy:{first.version}, flywheel-policy:{again.version}"
+    # nothing trained a base model: on a local store it has no run at all, its source is its folder
+    base = mlflow_registry.ensure_champion(tmp_path, "tiny-v1")
+    mv = mlflow_registry.client.get_model_version(mlflow_registry.name, base.version)
+    assert not mv.run_id and mv.source == tmp_path.resolve().as_uri() and mv.tags["flywheel.role"] == "base"
+    assert mlflow_registry.client.get_experiment_by_name(REGISTRY_EXPERIMENT) is None  # no empty registration run
+    mlflow_registry.log_version_artifact(base.version, _file(tmp_path / "out", "serving.json"))
+    assert (tmp_path / "serving.json").read_text() == "{}"  # a run-less version's files go beside its weights
 
 
 def test_promote_refuse_and_rollback_on_sqlite(base_report, better_report, regressed_report, mlflow_registry, flywheel_home, tmp_path):
