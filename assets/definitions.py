@@ -6,11 +6,22 @@ from types import ModuleType
 
 import dagster as dg
 
-from assets import deployment, evaluation, history, logs, mining, models, orchestration, training, verifiers
+from assets import (
+    deployment,
+    evaluation,
+    history,
+    logs,
+    mining,
+    models,
+    orchestration,
+    traffic,
+    training,
+    verifiers,
+)
 from resources.defaults import default_resources
 
 STAGE_MODULES: tuple[ModuleType, ...] = (
-    logs, mining, verifiers, models, training, evaluation, deployment, history, orchestration,
+    traffic, logs, mining, verifiers, models, training, evaluation, deployment, history, orchestration,
 )
 """The stage modules, in flywheel order; each may export ASSETS, CHECKS, JOBS, SCHEDULES, SENSORS lists."""
 

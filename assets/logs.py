@@ -6,9 +6,12 @@ folder or any URI: `StorageResource.raw_logs_uri`) into the warehouse: clean row
 cleaned table as a whole: it summarizes it and its checks guard everything downstream.
 """
 
+from collections.abc import Iterator
+
 import dagster as dg
 
 from assets.partitions import daily_logs
+from assets.traffic import production_traffic
 from flywheel.logs.schema import KNOWN_DOMAINS
 from resources.storage import WAREHOUSE_POOL, StorageResource
 
@@ -41,16 +44,19 @@ class RawLogsConfig(dg.Config):
 
 @dg.asset(
     partitions_def=daily_logs,
+    deps=[production_traffic],
+    output_required=False,
     group_name="logs",
     owners=OWNERS,
     kinds={"duckdb", "parquet"},
     pool=WAREHOUSE_POOL,
     description="One day of raw task logs (JSONL/Parquet at the log source) validated, redacted, deduplicated "
-    "and loaded into the warehouse; bad lines go to `quarantine` with their reason.",
+    "and loaded into the warehouse; bad lines go to `quarantine` with their reason. A day without logs is "
+    "a skip, not a failure: nothing is materialized, the steps after it skip, and an observation says why.",
 )
 def raw_task_logs(
     context: dg.AssetExecutionContext, config: RawLogsConfig, storage: StorageResource
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult | dg.AssetObservation]:
     from flywheel.logs.ingest import ingest
     from flywheel.logs.options import IngestOptions
 
@@ -60,9 +66,13 @@ def raw_task_logs(
         with storage.warehouse() as con:
             report = ingest(uri, con, log_date=day,
                             options=IngestOptions(max_field_bytes=int(config.max_field_mib * 2**20)))
-    except FileNotFoundError as e:
-        raise dg.Failure(f"no raw logs for {day}: {e} (set storage.raw_logs_uri to where your logs are)") from e
-    return dg.MaterializeResult(metadata=_report_metadata(report, uri))
+    except FileNotFoundError as e:  # nothing to do today: a skip (the run succeeds), not a failed asset
+        reason = f"no raw logs for {day}: {e} (set storage.raw_logs_uri to where your logs are)"
+        context.log.warning(f"skipped: {reason}")
+        yield dg.AssetObservation(asset_key=context.asset_key, partition=day,
+                                  metadata={"skipped": reason, "source": dg.MetadataValue.path(uri)})
+        return
+    yield dg.MaterializeResult(metadata=_report_metadata(report, uri))
 
 
 @dg.asset(

@@ -1,8 +1,8 @@
 """How turns run without a person: jobs, the daily schedule, and the sensors.
 
 Dagster jobs cannot mix partitions definitions, so one turn is two jobs:
-`daily_logs_job` (daily partition: raw_task_logs -> task_logs -> failure_cases -> task_pool
--> verifiers) and `base_model_job` (base_model partition: base_model -> rlvr_policy ->
+`daily_logs_job` (daily partition: production_traffic -> raw_task_logs -> task_logs -> failure_cases
+-> task_pool -> verifiers; the champion serves the day, its logs are mined) and `base_model_job` (base_model partition: base_model -> rlvr_policy ->
 eval_report -> deployed_model). The schedule runs the daily job; `chain_base_model_job`
 starts the base-model job for the champion's base model when a daily run succeeds; and
 `base_model_release_sensor` adds a partition and backfills the chain for each new
@@ -10,13 +10,14 @@ base-model checkpoint. The executor comes from `$FLYWHEEL_EXECUTOR` (see docs/or
 """
 
 import os
+from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 
 from assets.partitions import DEFAULT_BASE_MODEL, base_models, daily_logs
 from resources.storage import StorageResource
 
-DAILY_ASSETS = ("raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
+DAILY_ASSETS = ("production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
 BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model", "flywheel_history")
 EXECUTOR_ENV = "FLYWHEEL_EXECUTOR"
 TURN_TAG = "flywheel/turn"
@@ -46,8 +47,9 @@ daily_logs_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*DAILY_ASSETS),
     partitions_def=daily_logs,
     executor_def=executor_from_env(),
-    description="One day of the flywheel's data side: ingest that day's logs, mine failures, refresh the task "
-                "pool and its verifiers. Scheduled daily; success chains `base_model_job`.",
+    description="One day of the flywheel's data side: the champion serves the day's traffic (existing logs win), "
+                "ingest that day's logs, mine failures, refresh the task pool and its verifiers. Scheduled "
+                "daily; success chains `base_model_job`.",
     tags={"flywheel/stage": "data"},
 )
 
@@ -61,10 +63,17 @@ base_model_job = dg.define_asset_job(
     tags={"flywheel/stage": "model", "flywheel/gpu": "train"},
 )
 
-daily_turn_schedule = dg.build_schedule_from_partitioned_job(
-    daily_logs_job, hour_of_day=2, minute_of_hour=0, name="daily_turn_schedule",
-    description="02:00 UTC: run yesterday's logs through the data side; `chain_base_model_job` does the rest.",
+@dg.schedule(
+    job=daily_logs_job, cron_schedule="0 2 * * *", execution_timezone="UTC", name="daily_turn_schedule",
+    description="02:00 UTC: the day that just ended (yesterday's partition): its production traffic (served by "
+                "the champion unless logs exist) through the data side; `chain_base_model_job` does the rest.",
 )
+def daily_turn_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    # not build_schedule_from_partitioned_job: daily_logs ends one day ahead (end_offset=1, so a turn may run
+    # today's partition by hand), and that helper would pick today's barely started day
+    now = context.scheduled_execution_time or datetime.now(timezone.utc)
+    day = (now.astimezone(timezone.utc) - timedelta(days=1)).date().isoformat()
+    return dg.RunRequest(run_key=day, partition_key=day)
 
 
 def current_base_model(instance: dg.DagsterInstance, tracking_uri: str) -> str:

@@ -1,7 +1,8 @@
-"""One flywheel turn from the command line: a day of production traffic, then both jobs of the graph.
+"""One flywheel turn from the command line: both jobs of the graph, production traffic first.
 
 `flywheel turn` (what `make flywheel` runs) calls `run_turn`. It executes the same jobs the
-schedule and sensors run (`daily_logs_job`, then `base_model_job`) against the Dagster
+schedule and sensors run (`daily_logs_job`, whose first asset `production_traffic` has the champion
+serve the day, then `base_model_job`) against the Dagster
 instance in `$DAGSTER_HOME` (default `$FLYWHEEL_HOME/dagster`), so every turn shows up in the
 UI's asset lineage.
 """
@@ -21,6 +22,7 @@ import dagster as dg
 from assets.orchestration import BASE_MODEL_ASSETS, DAILY_ASSETS, TURN_TAG
 from assets.partitions import DEFAULT_BASE_MODEL, base_models
 from flywheel.paths import FlywheelPaths
+from flywheel.serving.production import ProductionConfig
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,8 @@ class TurnConfig:
 
     day: str | None = None  # default: the day after the newest raw-log partition, else today (UTC)
     base_model: str = DEFAULT_BASE_MODEL
-    records: int = 3000
-    seed: int = 0
+    records: int = ProductionConfig.records  # the `production_traffic` asset's config: requests served that day
+    seed: int = ProductionConfig.seed
     train_budget_s: float = 180.0  # wall-clock cap of the RL run inside a turn (0: the asset's own steps only)
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> config fields, e.g. sizes
 
@@ -181,21 +183,6 @@ def turn_instance(paths: FlywheelPaths) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-def write_production_traffic(day: str, cfg: TurnConfig, paths: FlywheelPaths, engine: Any = "torch") -> str:
-    """Today's production: the registry's champion serves the day's tasks through `engine` (the
-    `rollout_engine` resource's factory in a turn); before any champion, the simulator."""
-    from flywheel.serving.champion import make_champion_responder, serve_day
-    from flywheel.tasks.traffic import simulate_day
-
-    try:
-        responder = make_champion_responder(paths=paths, engine=engine)
-    except LookupError:
-        simulate_day(paths.raw_logs, day, cfg.records, cfg.seed)
-        return "simulated-prod"
-    serve_day(day, cfg.records, cfg.seed, responder, paths=paths)
-    return responder.model_id
-
-
 def _materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
     """The metadata `asset` recorded in this run, as plain values."""
     for mat in result.asset_materializations_for_node(asset):
@@ -220,12 +207,13 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
     check_overrides(cfg.overrides, defs)
     instance = turn_instance(paths)
     tags = {TURN_TAG: day}
-    progress(f"[turn] day {day}: production traffic ({cfg.records} requests)")
-    served_by = write_production_traffic(day, cfg, paths, engine=defs.resources["rollout_engine"].factory())
-    progress(f"[turn] data side: raw_task_logs[{day}] -> task_logs -> failure_cases -> task_pool -> verifiers")
+    progress(f"[turn] data side: production_traffic[{day}] ({cfg.records} requests) -> raw_task_logs -> "
+             "task_logs -> failure_cases -> task_pool -> verifiers")
+    traffic = {"production_traffic": {"records": cfg.records, "seed": cfg.seed}}
     data = defs.resolve_job_def("daily_logs_job").execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,
-        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, TURN_SIZES)))
+        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, {**TURN_SIZES, **traffic})))
+    served = _materialization_metadata(data, "production_traffic")
     if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
         instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
     progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")
@@ -238,7 +226,7 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
     return {
         "day": day,
         "base_model": cfg.base_model,
-        "traffic_served_by": served_by,
+        "traffic_served_by": served.get("served_by") if served.get("written") else f"none ({served.get('reason')})",
         "ingest": {k: _materialization_metadata(data, "raw_task_logs").get(k)
                    for k in ("ingested", "quarantined", "duplicates")},
         "task_pool": _materialization_metadata(data, "task_pool").get("dagster/row_count"),

@@ -9,7 +9,7 @@ import pkgutil
 import assets
 
 EXPORTS = ("ASSETS", "CHECKS", "JOBS", "SCHEDULES", "SENSORS")
-FLYWHEEL_ASSETS = {"raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers", "base_model",
+FLYWHEEL_ASSETS = {"production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers", "base_model",
                    "rlvr_policy", "eval_report", "deployed_model", "flywheel_history"}
 
 

@@ -43,6 +43,23 @@ def test_jobs_split_by_partitions_and_schedule_targets_daily_job():
         assert node.description and node.owners and node.group_name in ("evaluation", "deployment")
 
 
+@pytest.mark.parametrize(("tick", "day"), [("2026-12-04T02:00:00+00:00", "2026-12-03"),
+                                           ("2026-12-01T02:00:00+00:00", "2026-11-30")])
+def test_schedule_runs_the_day_that_just_ended(tick, day):
+    """daily_logs ends a day ahead (a turn may run today by hand); the 02:00 tick still runs yesterday, whose
+    traffic the daily job's first asset (production_traffic) serves and writes."""
+    from datetime import datetime
+
+    from assets.definitions import defs
+
+    schedule = defs.resolve_schedule_def("daily_turn_schedule")
+    context = dg.build_schedule_context(instance=dg.DagsterInstance.ephemeral(), repository_def=defs.get_repository_def(),
+                                        scheduled_execution_time=datetime.fromisoformat(tick))
+    [request] = schedule.evaluate_tick(context).run_requests
+    assert request.partition_key == day and request.run_key == day
+    assert DAILY_ASSETS[0] == "production_traffic"
+
+
 def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path):
     from resources.storage import StorageResource
 
