@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MLFLOW_ENABLE_TELEMETRY ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup system-deps flywheel test test-gpu ui lint bench clean
+.PHONY: setup system-deps flywheel test test-gpu ui mlflow lint bench clean
 
 setup: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -44,6 +44,14 @@ test-gpu: setup
 
 ui: setup
 	env --default-signal=INT,TERM $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+# The MLflow UI of the local store (runs, charts, registered models): the address asset metadata links to.
+# No job runner: the flywheel schedules no MLflow server jobs (it would start several idle processes).
+mlflow: setup
+	mkdir -p $(FLYWHEEL_HOME)/mlartifacts
+	env --default-signal=INT,TERM MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow server --host 127.0.0.1 --port 5000 --workers 1 \
+		--backend-store-uri sqlite:///$(FLYWHEEL_HOME)/mlflow.db \
+		--default-artifact-root file://$(FLYWHEEL_HOME)/mlartifacts
 
 lint: setup
 	$(BIN)/ruff check flywheel assets resources tests benchmarks

@@ -16,7 +16,8 @@ import pytest
 from flywheel.evaluation.runner import compare
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.gate import GateConfig
-from flywheel.registry.mlflow_registry import Registry, promote_if_better, rollback
+from flywheel.registry.links import NOTE_TAG, REGISTRY_EXPERIMENT, mlflow_run_url
+from flywheel.registry.mlflow_registry import VERSIONS_TAG, Registry, promote_if_better, rollback
 
 
 def _free_port() -> int:
@@ -86,3 +87,11 @@ def test_gate_and_rollback_against_mlflow_server(base_report, better_report, reg
     folder = mv.source.removeprefix(f"runs:/{training_run.info.run_id}/")
     assert mv.run_id == training_run.info.run_id and folder != mv.source
     assert f"{folder}/MODEL_PATH" in [f.path for f in reg.client.list_artifacts(mv.run_id, folder)]
+    assert reg.client.get_run(mv.run_id).data.tags[VERSIONS_TAG] == cand.uri
+    # a server needs a run to hold an untrained version's files: a registration run in a described experiment
+    assert "Registration runs" in reg.client.get_experiment_by_name(REGISTRY_EXPERIMENT).tags[NOTE_TAG]
+    # links go to the server's own UI, and the page is there
+    link = mlflow_run_url(mlflow_server, mv.run_id)
+    assert link == f"{mlflow_server}/#/experiments/{training_run.info.experiment_id}/runs/{mv.run_id}"
+    with urllib.request.urlopen(link.split("#", 1)[0], timeout=10) as page:
+        assert page.status == 200 and b"<html" in page.read(2000).lower()
