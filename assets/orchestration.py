@@ -2,11 +2,12 @@
 
 Dagster jobs cannot mix partitions definitions, so one turn is two jobs:
 `daily_logs_job` (daily partition: production_traffic -> raw_task_logs -> task_logs -> failure_cases
--> task_pool -> verifiers; the champion serves the day, its logs are mined) and `base_model_job` (base_model partition: base_model -> rlvr_policy ->
-eval_report -> deployed_model). The schedule runs the daily job; `chain_base_model_job`
-starts the base-model job for the champion's base model when a daily run succeeds; and
-`base_model_release_sensor` adds a partition and backfills the chain for each new
-base-model checkpoint. The executor comes from `$FLYWHEEL_EXECUTOR` (see docs/orchestration.md).
+-> task_pool -> verifiers; the champion serves the day, its logs are mined) and `base_model_job`
+(base_model partition: base_model -> rlvr_policy -> eval_report -> deployed_model). The schedule runs
+the daily job for the day that just ended; `chain_base_model_job` starts the base-model job for the
+champion's base model when a daily run succeeds (and ingested a day); and `base_model_release_sensor`
+adds a partition and backfills the chain for each new base-model checkpoint. The executor comes from
+`$FLYWHEEL_EXECUTOR` (see docs/orchestration.md).
 """
 
 import os
@@ -87,6 +88,17 @@ def current_base_model(instance: dg.DagsterInstance, tracking_uri: str) -> str:
     return known[-1] if known else DEFAULT_BASE_MODEL
 
 
+def _skipped_ingest(instance: dg.DagsterInstance, run_id: str) -> bool:
+    """Whether the run planned `raw_task_logs` but materialized nothing (a day without logs)."""
+    def keys(kind: dg.DagsterEventType) -> set[dg.AssetKey]:
+        return {r.event_log_entry.dagster_event.asset_key
+                for r in instance.get_records_for_run(run_id, of_type=kind, limit=1000).records}
+
+    raw = dg.AssetKey("raw_task_logs")
+    return raw in keys(dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED) and \
+        raw not in keys(dg.DagsterEventType.ASSET_MATERIALIZATION)
+
+
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[daily_logs_job], request_job=base_model_job,
     name="chain_base_model_job", default_status=dg.DefaultSensorStatus.RUNNING, minimum_interval_seconds=30,
@@ -95,6 +107,8 @@ def current_base_model(instance: dg.DagsterInstance, tracking_uri: str) -> str:
 def chain_base_model_job(context: dg.RunStatusSensorContext, storage: StorageResource):
     if TURN_TAG in context.dagster_run.tags:
         return dg.SkipReason("started by `flywheel turn`, which runs base_model_job itself")
+    if _skipped_ingest(context.instance, context.dagster_run.run_id):
+        return dg.SkipReason("the day had no raw logs (raw_task_logs skipped): nothing new to train on")
     base = current_base_model(context.instance, storage.paths().mlflow_uri)
     day = context.dagster_run.tags.get("dagster/partition", "")
     req = dg.RunRequest(run_key=f"{context.dagster_run.run_id}:{base}", partition_key=base,

@@ -53,7 +53,8 @@ def test_schedule_runs_the_day_that_just_ended(tick, day):
     from assets.definitions import defs
 
     schedule = defs.resolve_schedule_def("daily_turn_schedule")
-    context = dg.build_schedule_context(instance=dg.DagsterInstance.ephemeral(), repository_def=defs.get_repository_def(),
+    context = dg.build_schedule_context(instance=dg.DagsterInstance.ephemeral(),
+                                        repository_def=defs.get_repository_def(),
                                         scheduled_execution_time=datetime.fromisoformat(tick))
     [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == day and request.run_key == day

@@ -41,13 +41,14 @@ def _materialized(result: dg.ExecuteInProcessResult) -> set[str]:
 def _models(warehouse, day: str) -> set[str]:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        return {m for (m,) in con.execute("SELECT DISTINCT model FROM task_logs WHERE log_date = ?", [day]).fetchall()}
+        rows = con.execute("SELECT DISTINCT model FROM task_logs WHERE log_date = ?", [day]).fetchall()
+        return {m for (m,) in rows}
     finally:
         con.close()
 
 
-def test_daily_schedule_serves_the_champion_without_a_turn(daily, flywheel_home, random_tiny, local_sandbox,
-                                                           tmp_path):
+def test_daily_schedule_serves_the_champion_without_a_turn(daily, flywheel_home, storage, random_tiny,
+                                                           local_sandbox, tmp_path):
     """The issue's done: the schedule's job, for a day no `flywheel turn` touched, creates a new raw-log
     partition served by the champion, and mines it."""
     from flywheel.registry.mlflow_registry import Registry
@@ -69,7 +70,17 @@ def test_daily_schedule_serves_the_champion_without_a_turn(daily, flywheel_home,
     assert traffic["path"] == str(flywheel_home.raw_logs / DAY) and 0 < traffic["records"] <= 50
     assert _meta(result, "raw_task_logs")["ingested"] > 0
     assert _models(flywheel_home.warehouse, DAY) == {champion.uri}  # the champion's own answers were mined
-    assert _materialized(result) == {"production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers"}
+    assert _materialized(result) == {"production_traffic", "raw_task_logs", "task_logs", "failure_cases",
+                                     "task_pool", "verifiers"}
+    # and the day's success chains the model side (base_model_job for the champion's base model)
+    from assets.orchestration import chain_base_model_job
+
+    run = instance.get_run_by_id(result.run_id)
+    tick = chain_base_model_job(dg.build_run_status_sensor_context(
+        sensor_name="chain_base_model_job", dagster_instance=instance, dagster_run=run,
+        dagster_event=dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name="daily_logs_job"),
+        resources={"storage": storage}))
+    assert [r.tags["flywheel/log_partition"] for r in tick.run_requests] == [DAY]
 
 
 def test_existing_logs_are_not_overwritten(daily, flywheel_home, write_jsonl, rec):
@@ -86,8 +97,10 @@ def test_existing_logs_are_not_overwritten(daily, flywheel_home, write_jsonl, re
     result = job.execute_in_process(partition_key=DAY, instance=instance, run_config=ops)
     traffic = _meta(result, "production_traffic")
     assert not traffic["written"] and traffic["served_by"] == "none" and "not overwritten" in traffic["reason"]
-    assert sorted(p.name for p in folder.iterdir()) == ["real.jsonl"] and (folder / "real.jsonl").read_bytes() == before
-    assert _meta(result, "raw_task_logs")["ingested"] == 5 and _models(flywheel_home.warehouse, DAY) == {"real-prod:7"}
+    assert sorted(p.name for p in folder.iterdir()) == ["real.jsonl"]
+    assert (folder / "real.jsonl").read_bytes() == before
+    assert _meta(result, "raw_task_logs")["ingested"] == 5
+    assert _models(flywheel_home.warehouse, DAY) == {"real-prod:7"}
 
     fresh = job.execute_in_process(partition_key="2026-12-04", instance=instance, run_config=ops)
     assert _meta(fresh, "production_traffic")["served_by"] == "simulated-prod"  # no champion yet: labelled simulator
@@ -117,6 +130,13 @@ def test_a_day_without_logs_is_a_skip_not_a_failure(flywheel_home, tmp_path):
     assert f"no raw logs for {DAY}" in obs.metadata["skipped"].value
     skipped = {e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_SKIPPED}
     assert skipped == {"task_logs", "failure_cases", "task_pool", "verifiers"}
+    # the run succeeded, but with nothing new the model side is not chained (no retraining on the same pool)
+    run = instance.get_run_by_id(result.run_id)
+    tick = orchestration.chain_base_model_job(dg.build_run_status_sensor_context(
+        sensor_name="chain_base_model_job", dagster_instance=instance, dagster_run=run,
+        dagster_event=dg.DagsterEvent(event_type_value="PIPELINE_SUCCESS", job_name="daily_logs_job"),
+        resources={"storage": storage}))
+    assert isinstance(tick, dg.SkipReason) and "no raw logs" in tick.skip_message
 
 
 def test_lineage_has_the_edge_and_the_job_starts_with_traffic():
