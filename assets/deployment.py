@@ -55,13 +55,14 @@ def deployed_model(
     )
     ok, details = champion_regression(paths.mlflow_uri, tolerance=config.non_inferiority)
     context.log.info(res.decision.reason)
+    ui = storage.mlflow_ui()
     return dg.MaterializeResult(
         metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,
                   "candidate": res.candidate.uri, "champion": res.champion.uri,
                   "mlflow_model_version": dg.MetadataValue.url(
-                      model_version_url(storage.mlflow_ui(), res.candidate.name, res.candidate.version)),
+                      model_version_url(ui, res.candidate.name, res.candidate.version)),
                   "mlflow_champion_version": dg.MetadataValue.url(
-                      model_version_url(storage.mlflow_ui(), res.champion.name, res.champion.version)),
+                      model_version_url(ui, res.champion.name, res.champion.version)),
                   "champion_model_path": dg.MetadataValue.path(res.champion.model_path),
                   "serving_manifest": dg.MetadataValue.path(res.serving_paths["yaml"]),
                   "vllm_command": dg.MetadataValue.md(f"```\n{res.serve_command()}\n```")},

@@ -3,8 +3,9 @@
 `to_markdown(..., inline_chart=True)` embeds the PNG as base64, which the Dagster UI
 renders inside `MetadataValue.md`; MLflow gets `report.md`, `pass_rates.png` and the
 full `report.json` as artifacts of one run. Its pass@1 per domain and the paired differences
-vs the baseline (the champion, in a turn) are keyed `1_pass_at_1/<domain>` and `2_diff_vs_baseline/<domain>.<metric>`: the
-MLflow UI sorts chart sections by the prefix before the last `/` and puts keys without one last.
+vs the baseline (the champion, in a turn) are keyed `1_pass_at_1/<domain>` and
+`2_diff_vs_baseline/<domain>.<metric>`: the MLflow UI sorts chart sections by the prefix before
+the last `/` and puts keys without one last.
 """
 
 from __future__ import annotations

@@ -7,4 +7,6 @@
 - `deploy.deploy_candidate(...) -> DeploymentResult` (register + snapshot + manifest + gate)
 - `serving.serving_manifest(...)` (vLLM `serve` args: default and fast variants)
 - `releases.discover_releases(dir)` (base-model checkpoints for the release sensor)
+- `links.run_url(...)`, `links.model_version_url(...)` (MLflow UI pages for Dagster metadata),
+  `links.ensure_experiment(...)` (experiments with their descriptions)
 """

@@ -27,8 +27,8 @@ EXPERIMENT_DESCRIPTIONS = {
     TRAINING_EXPERIMENT: (
         "Training runs of the flywheel (`rlvr_policy`, `flywheel train`): one run per training stage "
         "(RFT and/or GRPO) of one base model, with its config and reproducibility manifest as params, "
-        "per-step metrics (charts `1_reward/*` and `2_pass_rate/*` first), the reward curve and the "
-        "`registered/` folders of the model versions registered from it."),
+        "per-step metrics (GRPO's reward and pass rate chart first: `1_reward/*`, `2_pass_rate/*`), the "
+        "reward curve and the `registered/` folders of the model versions registered from it."),
     EVAL_EXPERIMENT: (
         "Held-out evaluations (`eval_report`, `flywheel evaluate`): one run per evaluation of a candidate "
         "against the champion on the same tasks and seed; pass@1 per domain first (`1_pass_at_1/*`), the "

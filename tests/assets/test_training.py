@@ -50,7 +50,8 @@ def test_rlvr_policy_materializes(flywheel_home, storage, random_tiny):
     assert run.info.status == "FINISHED" and run.data.params["manifest.data.base_model"] == release
     # the metadata links the run's page in the MLflow UI (`make mlflow`), not the store's URI
     assert isinstance(md["mlflow_run"], dg.UrlMetadataValue)
-    assert md["mlflow_run"].value == f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
+    assert md["mlflow_run"].value == \
+        f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
     # reward and pass rate chart first; no KL without a reference policy (kl_coef 0); a described experiment
     assert {"1_reward/mean", "2_pass_rate/mean"} <= set(run.data.metrics) and "kl" not in run.data.metrics
     assert "Training runs" in client.get_experiment(run.info.experiment_id).tags["mlflow.note.content"]

@@ -20,7 +20,8 @@ def test_url_formats():
     assert run_url("http://127.0.0.1:5000", "3", "abc123") == "http://127.0.0.1:5000/#/experiments/3/runs/abc123"
     assert run_url("https://mlflow.example/", "3", "abc") == "https://mlflow.example/#/experiments/3/runs/abc"
     assert experiment_url("http://h:5000", "7") == "http://h:5000/#/experiments/7"
-    assert model_version_url("http://h:5000", "flywheel-policy", 4) == "http://h:5000/#/models/flywheel-policy/versions/4"
+    assert model_version_url("http://h:5000", "flywheel-policy", 4) == \
+        "http://h:5000/#/models/flywheel-policy/versions/4"
     assert model_version_url("http://h", "my model/x", "2") == "http://h/#/models/my%20model%2Fx/versions/2"
 
 
