@@ -25,6 +25,23 @@ def count_metrics(result: RftResult) -> dict[str, int]:
     return {f"rft/{k}": int(v) for k, v in result.counts.to_dict().items() if isinstance(v, (int, float))}
 
 
+def pass_rates(result: RftResult) -> dict[str, float]:
+    """The share of the policy's samples the verifiers passed, overall (`pass_rate`) and per domain
+    (`pass_rate/<domain>`): the stage's headline, charted first like the RL run's reward."""
+    out: dict[str, float] = {}
+    attempts = passes = 0
+    per: dict[str, list[int]] = {}
+    for domain, a, p in result.counts.task_counts.values():
+        attempts, passes = attempts + a, passes + p
+        per.setdefault(domain, [0, 0])
+        per[domain][0] += a
+        per[domain][1] += p
+    if attempts:
+        out["pass_rate"] = passes / attempts
+        out.update({f"pass_rate/{d}": p / a for d, (a, p) in sorted(per.items()) if a})
+    return out
+
+
 def rft_train_result(result: RftResult, run_id: str | None, run_url: str | None) -> TrainResult:
     """An RFT run in the trainer's result shape: its 'reward' is the share of candidates the verifiers passed."""
     pass_share = result.counts.passed / max(1, result.counts.verified)
@@ -56,7 +73,7 @@ def run_rft_stage(
         raise
     for i, loss in enumerate(result.losses):
         tele.log_metrics(i + 1, {"rft/loss": loss})
-    tele.log_metrics(len(result.losses), {**count_metrics(result), "final/wall_s": result.wall_s})
+    tele.log_metrics(len(result.losses), {**count_metrics(result), **pass_rates(result), "final/wall_s": result.wall_s})
     tele.log_dict(result.to_dict(), "rft_result.json")
     tele.finish()
     return rft_train_result(result, run_id, tele.run_url())

@@ -17,7 +17,10 @@ from flywheel.train.config import GRPOConfig
 
 def _flags(command: str) -> dict[str, argparse.Action]:
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return {a.dest: a for a in sub.choices[command]._actions}
+    out: dict[str, argparse.Action] = {}
+    for a in sub.choices[command]._actions:  # a field's own flag, not a shorthand with the same dest (--tasks)
+        out.setdefault(a.dest, a)
+    return out
 
 
 @pytest.mark.parametrize(("command", "config", "lib", "left_out"), [

@@ -104,7 +104,7 @@ def test_torch_engine_eval_report_and_mlflow(flywheel_home, seed_mlflow_db, rand
                            artifact_location=flywheel_home.mlflow_artifacts.as_uri())
     client = mlflow.MlflowClient(flywheel_home.mlflow_uri)
     run = client.get_run(run_id)
-    assert "overall.pass_at_1" in run.data.metrics and "overall.pass_at_1.ci_lo" in run.data.metrics
+    assert "1_pass_at_1/overall" in run.data.metrics and "overall.pass_at_1.ci_lo" in run.data.metrics
     assert run.data.params["eval_n_samples"] == "2"
     names = {f.path for f in client.list_artifacts(run_id, "eval_report")}
     assert {"eval_report/report.md", "eval_report/pass_rates.png", "eval_report/report.json"} <= names

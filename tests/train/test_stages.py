@@ -47,6 +47,7 @@ def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywh
     assert res.steps_done == 2 and 0.0 < res.history[-1]["reward/mean"] <= 1.0
     run = mlflow.MlflowClient(flywheel_home.mlflow_uri).get_run(res.mlflow_run_id)
     assert run.data.tags["flywheel.stage"] == "rft" and "rft/examples" in run.data.metrics
+    assert 0.0 <= run.data.metrics["2_pass_rate/mean"] <= 1.0 and "2_pass_rate/mean_math" in run.data.metrics
     assert res.sources["rft/examples"] >= 6 and res.sources["rft/log_passed"] >= 6
     # the policy's own samples are written back: 4 attempts per task, passes among them
     assert set(res.task_counts) == {t.task_id for t in train_suite("math", 6)}

@@ -10,7 +10,7 @@ import torch
 
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
-from flywheel.train.telemetry import Telemetry
+from flywheel.train.telemetry import Telemetry, mlflow_key
 from flywheel.train.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import VerifierInfraError
 
@@ -52,7 +52,7 @@ def test_training_changes_weights_and_records_an_mlflow_run(flywheel_home, polic
     assert run.data.params["manifest.version.torch"] == torch.__version__
     assert run.data.params["manifest.data.base_model"] == "test"
     assert "manifest.sandbox" in run.data.params
-    assert len(client.get_metric_history(res.mlflow_run_id, "reward/mean")) == 2
+    assert len(client.get_metric_history(res.mlflow_run_id, mlflow_key("reward/mean"))) == 2
     arts = {a.path for a in client.list_artifacts(res.mlflow_run_id)}
     assert {"reward_curve.png", "manifest.json"} <= arts
     assert res.curve_png.read_bytes()[:4] == b"\x89PNG"
