@@ -98,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(msg, flush=True)
 
+    if not quiet:  # long steps' progress lines (also in each Dagster step's event log) on the console
+        from flywheel.progress import show_progress_lines
+
+        show_progress_lines()
+
     cfg = TurnConfig(day=args.day, base_model=args.base_model, records=args.records, seed=args.seed,
                      train_budget_s=args.train_budget, overrides=overrides)
     try:  # every turn's day and every override are checked before anything is written

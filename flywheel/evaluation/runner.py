@@ -22,6 +22,7 @@ import numpy as np
 from flywheel.evaluation.failures import count_failures, failure_type
 from flywheel.evaluation.metrics import Estimate, bootstrap_ci, paired_difference, pass_at_k
 from flywheel.evaluation.suites import ContaminationReport, EvalConfig, contamination, eval_tasks
+from flywheel.progress import progress_bar
 from flywheel.rollout import EngineSpec, generate_for_tasks, open_engine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
@@ -236,14 +237,18 @@ def evaluate(
     task_sets = dict(tasks) if tasks is not None else eval_tasks(config)
     t0 = time.perf_counter()
     results: list[TaskResult] = []
-    for _domain, ts in task_sets.items():
+    bar = progress_bar(sum(len(ts) for ts in task_sets.values()), f"evaluating {model}", unit=" tasks")
+    for domain, ts in task_sets.items():
         if not ts:
             continue
+        bar.set_postfix(domain=domain, refresh=False)
         t = time.perf_counter()
         groups = generate(list(ts), config)
         per = (time.perf_counter() - t) * 1000 / max(1, len(ts) * config.n_samples)
         greedy = generate(list(ts), replace(config, n_samples=1, temperature=0.0)) if config.greedy else None
         results.extend(score_rollouts(ts, groups, config, score=score, batch_latency_ms=per, greedy=greedy))
+        bar.update(len(ts))
+    bar.close()
     report = EvalReport(model=model, config=config, tasks=results, metrics=aggregate(results, config))
     if train_prompts is not None:
         report.contamination = contamination(task_sets, train_prompts)

@@ -63,8 +63,9 @@ def _length_bucketed(data: list[tuple[list[int], int]], bs: int, gen: torch.Gene
 
 def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str, str, str]],
                         cfg: SftConfig, device: str = "cpu",
-                        on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train `model` in place on `examples`; returns the loss of every step."""
+                        on_step: Callable[[int, float], None] | None = None,
+                        desc: str = "SFT of the base model") -> list[float]:
+    """Train `model` in place on `examples`; returns the loss of every step (`desc` names its progress)."""
     data = tokenize_examples(tokenizer, examples, cfg.max_len)
     gen = torch.Generator().manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
@@ -78,7 +79,7 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str
     model.train()
     losses = []
     batches: list[list[int]] = []
-    bar = progress_bar(cfg.steps, "SFT of the base model")
+    bar = progress_bar(cfg.steps, desc)
     for step in range(cfg.steps):
         if not batches:
             batches = _length_bucketed(data, cfg.batch_size, gen)

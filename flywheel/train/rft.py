@@ -95,7 +95,7 @@ def run_rft(
         torch.manual_seed(config.seed)
         model.train()
         losses = supervised_finetune(model, tokenizer, [(e.domain, e.prompt, e.response) for e in examples],
-                                     sft_config(config), device=device)
+                                     sft_config(config), device=device, desc="RFT fine-tuning")
         t2 = time.perf_counter()
         out = Path(out_dir)
         result = RftResult(out, counts, losses, time.perf_counter() - t0, time.process_time() - c0, examples,

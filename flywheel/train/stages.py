@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.paths import FlywheelPaths
+from flywheel.progress import phase_progress
 from flywheel.tasks.base import Task
 from flywheel.train.manifest import build_manifest
 from flywheel.train.rft import RftResult, run_rft
@@ -67,7 +68,8 @@ def run_rft_stage(
               **{f"manifest.{k}": v for k, v in manifest.items()}}
     run_id = tele.start(run_name, params, tags={"flywheel.stage": "rft"})
     try:
-        result = run_rft(config, base_model, tasks, out_dir, warehouse=paths.warehouse)
+        result = run_rft(config, base_model, tasks, out_dir, warehouse=paths.warehouse,
+                         progress=phase_progress("RFT candidates"))
     except BaseException:
         tele.finish("FAILED")
         raise

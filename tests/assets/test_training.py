@@ -3,8 +3,11 @@ MLflow run linked by its UI URL, check passes)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 import mlflow
+import yaml
 
 from assets.training import RlvrConfig, rlvr_policy
 from resources.gpu import GpuResource
@@ -23,7 +26,13 @@ def test_config_converts_to_the_library_config():
 def test_rlvr_policy_materializes(flywheel_home, storage, random_tiny):
     release = "test-tiny"
     base = random_tiny(flywheel_home.models / "base" / release)
-    instance = dg.DagsterInstance.ephemeral()
+    # the project's dagster.yaml hands the `flywheel.progress` logger to Dagster: progress lines join the event log
+    python_logs = yaml.safe_load((Path(__file__).parents[2] / "dagster.yaml").read_text())["python_logs"]
+    with dg.instance_for_test(overrides={"python_logs": python_logs}) as instance:
+        _materialize_and_check(instance, release, base, flywheel_home, storage)
+
+
+def _materialize_and_check(instance, release, base, flywheel_home, storage):
     instance.add_dynamic_partitions("base_model", [release])
     # what base_model and task_pool record upstream: the checkpoint folder, the pool's log partitions
     instance.report_runless_asset_event(dg.AssetMaterialization(
@@ -57,3 +66,6 @@ def test_rlvr_policy_materializes(flywheel_home, storage, random_tiny):
     assert "Training runs" in client.get_experiment(run.info.experiment_id).tags["mlflow.note.content"]
     checks = result.get_asset_check_evaluations()
     assert [(c.check_name, c.passed) for c in checks] == [("rlvr_run_sound", True)]
+    # the step's event log carries the training's progress line (what the UI shows while it runs)
+    lines = [e.user_message for e in instance.all_logs(result.run_id) if "RLVR steps" in (e.user_message or "")]
+    assert any("RLVR steps: 2/2 step (100%)" in ln and "elapsed" in ln for ln in lines), lines
