@@ -116,3 +116,42 @@ def test_asset_graph_in_headless_chromium(webserver, tmp_path):
     shot.unlink(missing_ok=True)
     _chrome(chromium, tmp_path, f"--screenshot={shot}", lineage)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_a_finished_run_shows_progress_lines_and_links_its_mlflow_run(webserver, tmp_path, flywheel_home, storage,
+                                                                    random_tiny, monkeypatch):
+    """The UI's run page holds the training's progress lines; `rlvr_policy`'s page links its MLflow run."""
+    import dagster as dg
+    import mlflow
+
+    from assets.training import RlvrConfig, rlvr_policy
+    from resources.gpu import GpuResource
+    from resources.rollout import RolloutEngineResource
+    from resources.trainer import TrainerResource
+
+    chromium = _chromium()
+    release = "ui-tiny"
+    base = random_tiny(flywheel_home.models / "base" / release)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    with dg.DagsterInstance.get() as instance:  # the webserver's instance
+        instance.add_dynamic_partitions("base_model", [release])
+        instance.report_runless_asset_event(dg.AssetMaterialization(
+            "base_model", partition=release, metadata={"path": dg.MetadataValue.path(str(base))}))
+        result = dg.materialize(
+            [rlvr_policy], partition_key=release, instance=instance,
+            run_config=dg.RunConfig({"rlvr_policy": RlvrConfig(
+                stage="rl", steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8,
+                domain_weights={"math": 1.0}, checkpoint_every=0, dev_every=0)}),
+            resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1),
+                       "storage": storage, "rollout_engine": RolloutEngineResource()})
+    assert result.success
+    run_page = _chrome(chromium, tmp_path, "--dump-dom", f"{webserver}/runs/{result.run_id}").stdout.decode(
+        errors="replace")
+    assert "RLVR steps: 2/2 step (100%)" in run_page, "no progress line in the run's event log"
+    md = result.asset_materializations_for_node("rlvr_policy")[0].metadata
+    link = md["mlflow_run"].value
+    asset_page = _chrome(chromium, tmp_path, "--dump-dom",
+                         f"{webserver}/assets/rlvr_policy?partition={release}").stdout.decode(errors="replace")
+    assert f'href="{link}"' in asset_page.replace("&amp;", "&"), "no link to the MLflow run on rlvr_policy's page"
+    run_id = link.rsplit("/runs/", 1)[1]
+    assert mlflow.MlflowClient(flywheel_home.mlflow_uri).get_run(run_id).info.status == "FINISHED"
