@@ -43,7 +43,7 @@ def deployed_model(
     from flywheel.gpu import GpuSpec
     from flywheel.registry.candidate import eval_dir
     from flywheel.registry.deploy import champion_regression, deploy_candidate
-    from flywheel.registry.links import model_version_url
+    from flywheel.tracking import model_version_url
 
     release, paths = context.partition_key, storage.paths()
     training = latest_metadata(context.instance, "rlvr_policy", release)

@@ -55,7 +55,7 @@ def eval_report(
 ) -> dg.MaterializeResult:
     # torch and the verifiers load with the step, not with the code location
     from flywheel.registry.candidate import evaluate_candidate, training_prompts
-    from flywheel.registry.links import mlflow_run_url
+    from flywheel.tracking import mlflow_run_url
 
     release, paths = context.partition_key, storage.paths()
     prompts = training_prompts(paths.warehouse)

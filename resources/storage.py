@@ -21,7 +21,7 @@ from pydantic import Field
 from flywheel.commands.storage import TRACKING_URI_ENV, storage_from_env
 from flywheel.logs.warehouse import configure, ensure_tables
 from flywheel.paths import FlywheelPaths
-from flywheel.registry.links import DEFAULT_UI_URL, ui_base
+from flywheel.tracking import DEFAULT_UI_URL, ui_base
 from flywheel.train.telemetry import DEFAULT_EXPERIMENT, Telemetry
 
 WAREHOUSE_POOL = "duckdb_warehouse"

@@ -24,7 +24,7 @@ import numpy as np
 
 from flywheel.evaluation.metrics import Estimate
 from flywheel.evaluation.runner import GREEDY, METRICS, Comparison, EvalReport
-from flywheel.registry.links import EVAL_EXPERIMENT, ensure_experiment
+from flywheel.tracking import EVAL_EXPERIMENT, ensure_experiment
 
 
 def fmt_estimate(e: Estimate | None, digits: int = 3) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from flywheel.evaluation.runner import Comparison
 from flywheel.registry.gate import GateConfig, PromotionDecision, decide, not_non_inferior
-from flywheel.registry.links import REGISTRY_EXPERIMENT, ensure_experiment
+from flywheel.tracking import REGISTRY_EXPERIMENT, ensure_experiment
 
 DEFAULT_MODEL_NAME = "flywheel-policy"
 CHAMPION = "champion"

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flywheel.registry.links import EXPERIMENT_DESCRIPTIONS, TRAINING_EXPERIMENT, ensure_experiment, ui_base
-from flywheel.registry.links import run_url as ui_run_url
+from flywheel.tracking import EXPERIMENT_DESCRIPTIONS, TRAINING_EXPERIMENT, ensure_experiment, ui_base
+from flywheel.tracking import run_url as ui_run_url
 
 DEFAULT_EXPERIMENT = TRAINING_EXPERIMENT
 

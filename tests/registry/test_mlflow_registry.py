@@ -9,9 +9,9 @@ import pytest
 
 from flywheel.evaluation.runner import compare
 from flywheel.registry.gate import GateConfig
-from flywheel.registry.links import REGISTRY_EXPERIMENT
 from flywheel.registry.mlflow_registry import VERSIONS_TAG, promote_if_better, rollback
 from flywheel.registry.serving import serving_manifest
+from flywheel.tracking import REGISTRY_EXPERIMENT
 
 
 def _training_run(paths) -> str:

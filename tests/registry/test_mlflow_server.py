@@ -16,8 +16,8 @@ import pytest
 from flywheel.evaluation.runner import compare
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.gate import GateConfig
-from flywheel.registry.links import NOTE_TAG, REGISTRY_EXPERIMENT, mlflow_run_url
 from flywheel.registry.mlflow_registry import VERSIONS_TAG, Registry, promote_if_better, rollback
+from flywheel.tracking import NOTE_TAG, REGISTRY_EXPERIMENT, mlflow_run_url
 
 
 def _free_port() -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flywheel.registry.links import (
+from flywheel.tracking import (
     DEFAULT_UI_URL,
     EVAL_EXPERIMENT,
     EXPERIMENT_DESCRIPTIONS,
