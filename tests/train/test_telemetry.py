@@ -3,7 +3,7 @@ metric keys that put reward and pass rate first in the MLflow UI."""
 
 from __future__ import annotations
 
-from flywheel.registry.links import NOTE_TAG
+from flywheel.tracking import NOTE_TAG
 from flywheel.train.telemetry import Telemetry, mlflow_key
 
 MODEL_METRICS = "Model metrics"
