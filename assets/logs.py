@@ -59,13 +59,16 @@ def raw_task_logs(
 ) -> Iterator[dg.MaterializeResult | dg.AssetObservation]:
     from flywheel.logs.ingest import ingest
     from flywheel.logs.options import IngestOptions
+    from flywheel.progress import progress_bar
 
     day = context.partition_key
     uri = storage.raw_logs_for(day)
+    bar = progress_bar(0, f"ingesting the raw logs of {day}", unit=" lines")  # lines read so far, with rate
     try:
         with storage.warehouse() as con:
-            report = ingest(uri, con, log_date=day,
+            report = ingest(uri, con, log_date=day, progress=bar.update,
                             options=IngestOptions(max_field_bytes=int(config.max_field_mib * 2**20)))
+        bar.close()
     except FileNotFoundError as e:  # nothing to do today: a skip (the run succeeds), not a failed asset
         reason = f"no raw logs for {day}: {e} (set storage.raw_logs_uri to where your logs are)"
         context.log.warning(f"skipped: {reason}")

@@ -60,13 +60,14 @@ class ProgressBar:
         eta = f", ETA {_duration(elapsed / done * left)}" if done > 0 and left else ""
         pct = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
         extra = "".join(f", {k}={v}" for k, v in self.postfix.items())
-        return f"{self.desc}: {self.n}/{self.total}{self.unit}{pct}, {_duration(elapsed)} elapsed{eta}{extra}"
+        count = f"{self.n}/{self.total}" if self.total > 0 else f"{self.n}"  # total 0: not known in advance
+        return f"{self.desc}: {count}{self.unit}{pct}, {_duration(elapsed)} elapsed{eta}{extra}"
 
     def update(self, n: int = 1) -> None:
         self.n += n
         self.bar.update(n)
         now = time.perf_counter()
-        if now - self.last_log >= self.every_s and self.n < self.total:
+        if now - self.last_log >= self.every_s and (self.n < self.total or self.total <= 0):
             self.last_log = now
             logging.getLogger(LOGGER).info(self.line())
 

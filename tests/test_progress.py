@@ -48,3 +48,13 @@ def test_phases_get_one_bar_each_and_the_console_shows_them():
     assert [ln.split(":")[1].strip() for ln in lines] == ["sample", "verify"]
     assert lines[0].startswith("  RFT candidates: sample: 3/3 (100%)")
     assert lines[1].startswith("  RFT candidates: verify: 512/512 (100%)")
+
+
+def test_work_of_unknown_size_counts_without_a_total_or_eta(caplog):
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    bar = ProgressBar(0, "ingesting", unit=" lines", every_s=0.0)
+    bar.update(500)
+    bar.close()
+    msgs = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert msgs[0].startswith("ingesting: 500 lines, ") and "ETA" not in msgs[0] and "%" not in msgs[0]
+    assert len(msgs) == 2

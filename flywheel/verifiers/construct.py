@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 
 from flywheel.mining import load_task_pool
+from flywheel.progress import progress_bar
 from flywheel.tasks.agent_env import TOOLS
 from flywheel.tasks.agent_tasks import gold_trajectory, render_trajectory
 from flywheel.verifiers.batch import ScoreItem, score_batch
@@ -152,6 +153,10 @@ def _category(reason: str) -> str:
     return reason.split(":", 1)[0]
 
 
+PROGRESS_CHUNK = 256
+"""Judgements scored between two progress updates while verifiers are validated."""
+
+
 def build_verifiers(
     con: duckdb.DuckDBPyConnection, config: ConstructConfig | None = None, registry: VerifierRegistry | None = None
 ) -> ConstructReport:
@@ -198,7 +203,13 @@ def build_verifiers(
             batch.append(ScoreItem(t.domain, plan.task, p.response))
     # The verdict cache makes re-validation on the next turn a lookup: same task, response and verifier version.
     cache = VerdictCache(con)
-    verdicts = score_batch(batch, concurrency=cfg.concurrency, registry=reg, cache=cache, errors="none")
+    verdicts: list = []
+    bar = progress_bar(len(batch), "validating verifiers", unit=" judgements")
+    for lo in range(0, len(batch), PROGRESS_CHUNK):  # chunks only pace the progress lines
+        part = batch[lo: lo + PROGRESS_CHUNK]
+        verdicts += score_batch(part, concurrency=cfg.concurrency, registry=reg, cache=cache, errors="none")
+        bar.update(len(part))
+    bar.close()
     report = ConstructReport(cache_hits=cache.hits)
     for d, i in slow.items():
         v = verdicts[i]
