@@ -6,12 +6,15 @@ folder or any URI: `StorageResource.raw_logs_uri`) into the warehouse: clean row
 cleaned table as a whole: it summarizes it and its checks guard everything downstream.
 """
 
+import dataclasses
 from collections.abc import Iterator
 
 import dagster as dg
+from pydantic import Field
 
 from assets.partitions import daily_logs
 from assets.traffic import production_traffic
+from flywheel.logs.options import IngestOptions
 from flywheel.logs.schema import KNOWN_DOMAINS
 from resources.storage import WAREHOUSE_POOL, StorageResource
 
@@ -36,10 +39,17 @@ def _report_metadata(report, source: str) -> dict:
     }
 
 
+def _ingest_default(name: str) -> tuple[object, str]:
+    """`IngestOptions.<name>`'s default and help: the library declares them once."""
+    spec = next(f for f in dataclasses.fields(IngestOptions) if f.name == name)
+    return spec.default, spec.metadata["help"]
+
+
 class RawLogsConfig(dg.Config):
-    """How strict ingest is with one day's raw logs."""
+    """How strict ingest is with one day's raw logs, and which export format they are in."""
 
     max_field_mib: float = 1.0  # records with a larger field are quarantined
+    format: str = Field(default=_ingest_default("format")[0], description=_ingest_default("format")[1])
 
 
 @dg.asset(
@@ -58,7 +68,6 @@ def raw_task_logs(
     context: dg.AssetExecutionContext, config: RawLogsConfig, storage: StorageResource
 ) -> Iterator[dg.MaterializeResult | dg.AssetObservation]:
     from flywheel.logs.ingest import ingest
-    from flywheel.logs.options import IngestOptions
     from flywheel.progress import progress_bar
 
     day = context.partition_key
@@ -67,7 +76,8 @@ def raw_task_logs(
     try:
         with storage.warehouse() as con:
             report = ingest(uri, con, log_date=day, progress=bar.update,
-                            options=IngestOptions(max_field_bytes=int(config.max_field_mib * 2**20)))
+                            options=IngestOptions(max_field_bytes=int(config.max_field_mib * 2**20),
+                                                  format=config.format))
         bar.close()
     except FileNotFoundError as e:  # nothing to do today: a skip (the run succeeds), not a failed asset
         reason = f"no raw logs for {day}: {e} (set storage.raw_logs_uri to where your logs are)"

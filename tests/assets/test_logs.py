@@ -129,3 +129,24 @@ def test_daily_asset_reads_its_partition_from_s3(s3, flywheel_home):
         .asset_materializations_for_node("raw_task_logs")[0].metadata
     assert (meta["ingested"].value, meta["quarantined"].value) == (3, 1)
     _assert_skipped(dg.materialize([raw_task_logs], partition_key="2026-12-03", resources=res), "2026-12-03")
+
+
+def test_the_export_format_is_run_config(flywheel_home):
+    """An OpenAI Chat Completions export ingests as it is; forcing another format quarantines it, per line."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parents[1] / "logs" / "fixtures" / "openai_chat.jsonl"
+    lines = [ln for ln in fixture.read_text().splitlines() if ln.strip()]
+    write_day(flywheel_home.raw_logs, lines)
+
+    def ingested(fmt: str) -> dict:
+        r = dg.materialize([raw_task_logs], partition_key=DAY, resources=resources(flywheel_home.home),
+                           run_config={"ops": {"raw_task_logs": {"config": {"format": fmt}}}})
+        (m,) = r.asset_materializations_for_node("raw_task_logs")
+        return {k: getattr(v, "value", v) for k, v in m.metadata.items()}
+
+    as_openai = ingested("openai")
+    assert as_openai["ingested"] > 0 and as_openai["ingested"] + as_openai["quarantined"] + \
+        as_openai["duplicates"] == len(lines)
+    as_sharegpt = ingested("sharegpt")
+    assert as_sharegpt["ingested"] == 0 and as_sharegpt["quarantined"] == len(lines)
