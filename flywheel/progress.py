@@ -42,7 +42,7 @@ def _duration(seconds: float) -> str:
 class ProgressBar:
     """A tqdm bar (drawn only where `progress_enabled`) that also logs throttled progress lines."""
 
-    def __init__(self, total: int, desc: str, unit: str = " step", initial: int = 0,
+    def __init__(self, total: int, desc: str, unit: str = " steps", initial: int = 0,
                  every_s: float = LOG_EVERY_S) -> None:
         self.total, self.desc, self.unit, self.n, self.every_s = total, desc, unit, initial, every_s
         self.start, self.initial = time.perf_counter(), initial
@@ -82,7 +82,7 @@ class ProgressBar:
             logging.getLogger(LOGGER).info(self.line())
 
 
-def progress_bar(total: int, desc: str, unit: str = " step", initial: int = 0) -> ProgressBar:
+def progress_bar(total: int, desc: str, unit: str = " steps", initial: int = 0) -> ProgressBar:
     """A bar over `total` units that logs its progress (see module doc)."""
     return ProgressBar(total, desc, unit, initial)
 

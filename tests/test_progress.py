@@ -17,9 +17,9 @@ def test_lines_carry_count_percent_elapsed_eta_and_postfix(caplog):
     bar.close()
     bar.close()  # once
     msgs = [r.getMessage() for r in caplog.records if r.name == LOGGER]
-    assert msgs[0].startswith("SFT: 1/4 step (25%), ") and "elapsed, ETA " in msgs[0]
-    assert msgs[1].startswith("SFT: 2/4 step (50%)") and msgs[1].endswith(", loss=0.5")
-    assert msgs[-1].startswith("SFT: 2/4 step (50%)") and len(msgs) == 3  # close logs where it stopped
+    assert msgs[0].startswith("SFT: 1/4 steps (25%), ") and "elapsed, ETA " in msgs[0]
+    assert msgs[1].startswith("SFT: 2/4 steps (50%)") and msgs[1].endswith(", loss=0.5")
+    assert msgs[-1].startswith("SFT: 2/4 steps (50%)") and len(msgs) == 3  # close logs where it stopped
 
 
 def test_lines_are_throttled_and_the_end_is_always_logged(caplog):
@@ -29,7 +29,7 @@ def test_lines_are_throttled_and_the_end_is_always_logged(caplog):
         bar.update(1)
     bar.close()
     msgs = [r.getMessage() for r in caplog.records if r.name == LOGGER]
-    assert len(msgs) == 1 and msgs[0].startswith("RLVR steps: 1000/1000 step (100%)") and "ETA" not in msgs[0]
+    assert len(msgs) == 1 and msgs[0].startswith("RLVR steps: 1000/1000 steps (100%)") and "ETA" not in msgs[0]
 
 
 def test_phases_get_one_bar_each_and_the_console_shows_them():

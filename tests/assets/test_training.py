@@ -68,4 +68,4 @@ def _materialize_and_check(instance, release, base, flywheel_home, storage):
     assert [(c.check_name, c.passed) for c in checks] == [("rlvr_run_sound", True)]
     # the step's event log carries the training's progress line (what the UI shows while it runs)
     lines = [e.user_message for e in instance.all_logs(result.run_id) if "RLVR steps" in (e.user_message or "")]
-    assert any("RLVR steps: 2/2 step (100%)" in ln and "elapsed" in ln for ln in lines), lines
+    assert any("RLVR steps: 2/2 steps (100%)" in ln and "elapsed" in ln for ln in lines), lines

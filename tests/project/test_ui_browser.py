@@ -147,7 +147,7 @@ def test_a_finished_run_shows_progress_lines_and_links_its_mlflow_run(webserver,
     assert result.success
     run_page = _chrome(chromium, tmp_path, "--dump-dom", f"{webserver}/runs/{result.run_id}").stdout.decode(
         errors="replace")
-    assert "RLVR steps: 2/2 step (100%)" in run_page, "no progress line in the run's event log"
+    assert "RLVR steps: 2/2 steps (100%)" in run_page, "no progress line in the run's event log"
     md = result.asset_materializations_for_node("rlvr_policy")[0].metadata
     link = md["mlflow_run"].value
     asset_page = _chrome(chromium, tmp_path, "--dump-dom",
