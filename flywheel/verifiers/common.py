@@ -28,8 +28,22 @@ def failed(reason: str, **details: Any) -> Verdict:
     return Verdict(0.0, False, reason, details)
 
 
+def _parts_text(content: Any) -> str | None:
+    """A message content as text: a string, or a list of OpenAI-style parts (`{"type": "text", "text": ...}`)
+    joined; None when it holds no text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p if isinstance(p, str) else p.get("text") for p in content
+                 if isinstance(p, str) or (isinstance(p, dict) and p.get("type", "text") in ("text", "output_text"))]
+        texts = [t for t in texts if isinstance(t, str)]
+        return "".join(texts) if texts else None
+    return None
+
+
 def text_to_judge(response: Any) -> str:
-    """The text to judge: a string as is; OpenAI messages -> the assistant turns joined.
+    """The text to judge: a string as is; OpenAI messages -> the assistant turns joined; a content
+    that is a list of text parts (in a message or as the response itself) -> the parts joined.
 
     Never raises: anything else is rendered with `str` so a malformed response is judged
     (and fails) instead of crashing the judge.
@@ -37,13 +51,19 @@ def text_to_judge(response: Any) -> str:
     if isinstance(response, str):
         return response
     if isinstance(response, list):
-        parts = []
+        if response and all(isinstance(p, dict) and "role" not in p and "type" in p for p in response):
+            return _parts_text(response) or ""  # the content parts themselves
+        turns = []
         for m in response:
-            if isinstance(m, dict) and m.get("role", "assistant") == "assistant" and isinstance(m.get("content"), str):
-                parts.append(m["content"])
-        return "\n".join(parts)
-    if isinstance(response, dict) and isinstance(response.get("content"), str):
-        return response["content"]
+            if isinstance(m, dict) and m.get("role", "assistant") == "assistant":
+                text = _parts_text(m.get("content"))
+                if text is not None:
+                    turns.append(text)
+        return "\n".join(turns)
+    if isinstance(response, dict):
+        text = _parts_text(response.get("content"))
+        if text is not None:
+            return text
     return "" if response is None else str(response)
 
 

@@ -1,10 +1,9 @@
-"""Math verifier: extract the final answer, compare it with the reference using math-verify.
+"""Math verifier: extract the one final answer, compare it with the reference using math-verify.
 
-Extraction, in priority order: every `\\boxed{...}`/`\\fbox{...}`, every `Answer: ...` line,
-else the last number of the response. All extracted candidates must agree with each other
-(math-verify equivalence): "Answer: 3 or 4", two boxes with different values, or an Answer
-line contradicting a box are several answers at once and fail. A single answer that is a
-set/list ("3, 4") fails against a scalar reference because math-verify compares it as a set.
+Extraction and its rules (strong/weak statements, hedges, `a = b` chains, Unicode normalisation,
+input caps) live in `flywheel.verifiers.math_answer`. All candidates must agree with each other
+(math-verify equivalence). A NaN/undefined answer never matches; an infinite one only matches an
+infinite reference.
 
 math-verify guards its own parsing with `signal.alarm`, which only works in the main thread.
 Here `parse`/`verify` run with their timeouts disabled (`parsing_timeout=None`,
@@ -19,7 +18,6 @@ import atexit
 import json
 import os
 import queue
-import re
 import select
 import subprocess
 import sys
@@ -36,88 +34,26 @@ from flywheel.verifiers.common import (
     require,
     text_to_judge,
 )
+from flywheel.verifiers.math_answer import (
+    MAX_ANSWER_CHARS,
+    NAN_TEXT_RE,
+    degenerate,
+    extract,
+    extract_candidates,  # noqa: F401 - re-exported for callers and tests
+    normalise,
+    values_to_compare,
+)
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
-VERSION = "math-2"
+VERSION = "math-3"
 MAX_CANDIDATES = 8
-MAX_ANSWER_CHARS = 300
-
-_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_ANSWER_RE = re.compile(
-    r"(?im)(?:(?:^|(?<=[.!?]))[ \t*#>_-]*(?:(?:so|thus|therefore|hence),?\s+)?(?:the\s+)?(?:final\s+)?"
-    r"answer\**[ \t]*(?::|\bis\b:?)|\bthe\s+(?:final\s+)?answer\s+is\b:?)\**[ \t]*"
-)
-_SENTENCE_END_RE = re.compile(r"\.(?=\s|$)")
-_INNER_ANSWER_RE = re.compile(r"(?i)\banswer\**[ \t]*(?::|\bis\b:?)\**[ \t]*")
-"""Inside an answer segment any further "answer:" starts another candidate ("Answer: 3, no, answer: 7")."""
-_NUMBER_RE = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?")
-_HEDGE_RE = re.compile(
-    r"-?\d[\d,]*(?:\.\d+)?\s*(?:\bor\b|\beither\b|/\s*or|\band/or\b|\bmaybe\b|\bpossibly\b)\s*(?:maybe\s+)?-?\d"
-)
-_HEDGE_WORD_RE = re.compile(r"(?i)\bor\b|\\lor\b|\\vee\b|\\pm\b|±")
-
-
-# --------------------------------------------------------------------------- extraction
-def _balanced(text: str, start: int) -> tuple[str, int] | None:
-    """Content of the brace group opening at text[start-1] == '{', and the index after it."""
-    depth, i = 1, start
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:i], i + 1
-        i += 1
-    return None
-
-
-def _clean(ans: str) -> str:
-    ans = ans.strip().strip("*").strip().rstrip(".;!,").rstrip()
-    if len(ans) >= 2 and ans[0] == "$" and ans[-1] == "$":
-        ans = ans.strip("$").strip()
-    if ans.startswith("\\(") and ans.endswith("\\)"):
-        ans = ans[2:-2].strip()
-    return ans
-
-
-def extract_candidates(text: str) -> tuple[str, list[str]]:
-    """(method, candidate answer strings): boxed and Answer lines together, else the last number."""
-    cands: list[str] = []
-    method = []
-    for m in _BOX_RE.finditer(text):
-        got = _balanced(text, m.end())
-        if got is not None:
-            cands.append(_clean(got[0]))
-    if cands:
-        method.append("boxed")
-    n_box = len(cands)
-    marks = list(_ANSWER_RE.finditer(text))
-    for k, m in enumerate(marks):
-        stop = marks[k + 1].start() if k + 1 < len(marks) else len(text)
-        seg = text[m.end() : stop].split("\n", 1)[0]
-        if _BOX_RE.search(seg):
-            continue  # its boxes are already candidates
-        for part in _INNER_ANSWER_RE.split(seg):
-            part = _clean(_SENTENCE_END_RE.split(part, 1)[0])
-            if part:
-                cands.append(part)
-    if len(cands) > n_box:
-        method.append("answer")
-    if cands:
-        return "+".join(method), cands
-    # fallback: the last number; a hedge between numbers in the final sentence is two answers
-    tail = re.split(r"(?:\n|(?<!\d)\.(?!\d))", text.strip())
-    tail_text = next((s for s in reversed(tail) if _NUMBER_RE.search(s)), "")
-    if _HEDGE_RE.search(tail_text):
-        nums = _NUMBER_RE.findall(tail_text)
-        return "last_number", [n.replace(" ", "") for n in nums]
-    nums = _NUMBER_RE.findall(text)
-    return ("last_number", [nums[-1].replace(" ", "")]) if nums else ("none", [])
+CPU_SHARE = 0.9
+"""The deadline is CPU time: a worker that spent this share of `timeout_s` on CPU for one request was
+busy with the candidate's input (the candidate's failure, reward 0)."""
+WALL_FACTOR = 4.0
+"""...while one that got less CPU within WALL_FACTOR x `timeout_s` of wall clock was starved by load:
+an infrastructure error (VerifierInfraError, retried), never the candidate's failure."""
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 # --------------------------------------------------------------------------- worker pool
@@ -135,14 +71,40 @@ def _judge(gold: str, cands: list[str]) -> dict[str, Any]:
 
     g = p(gold)
     if not g:
-        return {"gold_ok": False}
+        return {"gold_ok": False, "why": "does not parse"}
+    if _nonfinite(g[0]) == "nan":
+        return {"gold_ok": False, "why": "is NaN/undefined"}
     parsed = [p(c) for c in cands]
     shown = [str(x[0]) if x else None for x in parsed]
+    out = {"gold_ok": True, "parsed": shown, "gold": str(g[0]), "consistent": True, "correct": False}
     if not parsed[0]:
-        return {"gold_ok": True, "parsed": shown, "consistent": True, "correct": False}
-    consistent = all(bool(x) and verify(parsed[0], x, timeout_seconds=None) for x in parsed[1:])
-    correct = bool(verify(g, parsed[0], timeout_seconds=None))
-    return {"gold_ok": True, "parsed": shown, "gold": str(g[0]), "consistent": consistent, "correct": correct}
+        return out
+    kinds = {_nonfinite(x[0]) for x in parsed if x}
+    if "nan" in kinds or ("inf" in kinds and _nonfinite(g[0]) != "inf"):
+        return dict(out, nonfinite=True)  # NaN never equals anything; infinity only an infinite reference
+    out["consistent"] = all(bool(x) and verify(parsed[0], x, timeout_seconds=None) for x in parsed[1:])
+    out["correct"] = bool(verify(g, parsed[0], timeout_seconds=None))
+    return out
+
+
+def _nonfinite(e: Any) -> str | None:
+    """"nan" for NaN / complex infinity / a symbol named nan, "inf" for anything holding +-oo, else None."""
+    import sympy  # the worker's own import (loaded with math-verify)
+
+    try:
+        if isinstance(e, sympy.Symbol):
+            return "nan" if e.name.lower() in ("nan", "\\text{nan}") else None
+        if isinstance(e, float):
+            return None if e == e and abs(e) != float("inf") else ("nan" if e != e else "inf")
+        if isinstance(e, sympy.Basic):
+            if e.has(sympy.nan, sympy.zoo) or any(s.name.lower() == "nan" for s in e.free_symbols
+                                                     if isinstance(s, sympy.Symbol)):
+                return "nan"
+            if e.has(sympy.oo, -sympy.oo):
+                return "inf"
+    except Exception:  # noqa: BLE001 - an exotic object: judged by math-verify alone
+        return None
+    return None
 
 
 def _worker_main() -> None:
@@ -155,7 +117,7 @@ def _worker_main() -> None:
     import math_verify  # noqa: F401  (import before announcing readiness)
 
     _judge("1", ["1"])  # warm sympy's caches
-    out.write('{"ready": true}\n')
+    out.write(json.dumps({"ready": True, "cpu": time.process_time()}) + "\n")
     out.flush()
     for line in sys.stdin:
         try:
@@ -163,6 +125,7 @@ def _worker_main() -> None:
             reply = _judge(req["gold"], req["cands"])
         except Exception as e:  # noqa: BLE001 - the parent turns this into a failed verdict
             reply = {"error": f"{type(e).__name__}: {e}"[:500]}
+        reply["cpu"] = time.process_time()  # the parent tells a busy worker from a starved one by it
         out.write(json.dumps(reply) + "\n")
         out.flush()
 
@@ -185,6 +148,7 @@ class _Worker:
         except OSError as e:
             raise VerifierInfraError(f"cannot start math-verify worker: {e}") from e
         self._buf = b""
+        self.cpu_seen = 0.0
         if self.readline(startup_timeout_s) is None:
             self.kill()
             raise VerifierInfraError(f"math-verify worker did not start within {startup_timeout_s}s")
@@ -205,7 +169,18 @@ class _Worker:
                 return None
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
-        return json.loads(line)
+        reply = json.loads(line)
+        self.cpu_seen = float(reply.pop("cpu", self.cpu_seen))
+        return reply
+
+    def cpu_used(self) -> float | None:
+        """CPU seconds the live worker used since its last reply (Linux /proc), None when unknown."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return max(0.0, (int(fields[11]) + int(fields[12])) / _CLK_TCK - self.cpu_seen)
+        except (OSError, IndexError, ValueError):
+            return None
 
     def ask(self, req: dict, timeout_s: float) -> dict | None:
         try:
@@ -215,12 +190,20 @@ class _Worker:
             return None
         return self.readline(timeout_s)
 
-    def kill(self) -> None:
+    def kill(self) -> float | None:
+        """Kill and reap the worker; the CPU seconds it used since its last reply (None if unknown)."""
         try:
             self.proc.kill()
-            self.proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001
+        except OSError:
             pass
+        try:
+            _, status, usage = os.wait4(self.proc.pid, 0)
+            self.proc.returncode = -9 if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+            return max(0.0, usage.ru_utime + usage.ru_stime - self.cpu_seen)
+        except ChildProcessError:
+            return None
+        except Exception:  # noqa: BLE001
+            return None
 
 
 class MathWorkerPool:
@@ -256,22 +239,36 @@ class MathWorkerPool:
             return w
         return self._idle.get()
 
-    def _discard(self, w: _Worker) -> None:
-        w.kill()
+    def _discard(self, w: _Worker) -> float | None:
+        cpu = w.kill()
         with self._lock:
             self._count -= 1
             if w in self._all:
                 self._all.remove(w)
+        return cpu
 
     def judge(self, gold: str, cands: list[str], timeout_s: float) -> dict | None:
-        """The worker's reply, or None when it overran `timeout_s` (the worker is replaced)."""
+        """The worker's reply, or None when the *input* kept it busy for `timeout_s` of CPU.
+
+        An overrun worker is killed and replaced. One starved of CPU (under CPU_SHARE of the budget
+        within WALL_FACTOR x the wall deadline) raises VerifierInfraError: retried, not the candidate's fault.
+        """
         w = self._acquire()
+        start = time.monotonic()
         reply = w.ask({"gold": gold, "cands": cands}, timeout_s)
+        while reply is None and w.proc.poll() is None:  # over the wall deadline: was it busy or starved?
+            used, wall_left = w.cpu_used(), start + WALL_FACTOR * timeout_s - time.monotonic()
+            if used is None or used >= CPU_SHARE * timeout_s or wall_left <= 0:
+                break
+            reply = w.readline(min(wall_left, max(0.05, timeout_s - used)))
         if reply is None:
             alive = w.proc.poll() is None
-            self._discard(w)
+            cpu = self._discard(w)
             if not alive:
                 raise VerifierInfraError("math-verify worker died")
+            if cpu is not None and cpu < CPU_SHARE * timeout_s:
+                raise VerifierInfraError(f"math-verify worker got {cpu:.2f}s of CPU in "
+                                         f"{time.monotonic() - start:.1f}s: machine overloaded")
             return None
         self._idle.put(w)
         return reply
@@ -321,32 +318,42 @@ class MathVerifier:
         return self._pool or default_pool()
 
     def verify(self, task: dict[str, Any], response: Any) -> Verdict:
-        gold = str(require(task, "answer")["answer"]).strip()
+        gold = normalise(str(require(task, "answer")["answer"]).strip())
         if not gold:
             raise TaskError("task 'answer' is empty")
+        if NAN_TEXT_RE.match(gold.strip("$ ")):
+            raise TaskError(f"reference answer {gold!r} is NaN")
         text = text_to_judge(response)
         if len(text) > MAX_RESPONSE_CHARS:
             return failed("response too long", chars=len(text))
-        method, cands = extract_candidates(text)
-        details: dict[str, Any] = {"method": method, "candidates": cands[:MAX_CANDIDATES]}
-        if not cands:
+        text = normalise(text)
+        if (why := degenerate(text)) is not None:
+            return failed(why, chars=len(text))
+        ex = extract(text)
+        details: dict[str, Any] = {"method": ex.method, "candidates": ex.cands[:MAX_CANDIDATES]}
+        if not ex.cands:
             return failed("no final answer found", **details)
-        if len(cands) > MAX_CANDIDATES:
-            return failed(f"several candidate answers ({len(cands)})", **details)
-        if any(len(c) > MAX_ANSWER_CHARS for c in cands):
+        if ex.hedge is not None:
+            return failed(f"a second answer hedged after the final one ({ex.hedge!r})", **details)
+        if any(len(c) > MAX_ANSWER_CHARS for c in ex.cands):
             return failed("final answer too long", **details)
-        if any(not c for c in cands):
+        if any(not c for c in ex.cands):
             return failed("empty final answer", **details)
-        if not _HEDGE_WORD_RE.search(gold) and any(_HEDGE_WORD_RE.search(c) for c in cands):
-            return failed("several candidate answers in one (hedged with 'or')", **details)
-        reply = self.pool.judge(gold, cands, self.timeout_s)
+        values, why = values_to_compare(ex.cands, gold)
+        if why is not None:
+            return failed(why, **details)
+        if len(values) > MAX_CANDIDATES:
+            return failed(f"several candidate answers ({len(values)})", **details)
+        reply = self.pool.judge(gold, values, self.timeout_s)
         if reply is None:
             return failed(f"timeout: math-verify took over {self.timeout_s}s", cacheable=False, **details)
         if "error" in reply:
             return failed(f"answer could not be compared: {reply['error']}", **details)
         if not reply.get("gold_ok"):
-            raise TaskError(f"reference answer {gold!r} does not parse")
+            raise TaskError(f"reference answer {gold!r} {reply.get('why', 'does not parse')}")
         details.update(parsed=reply.get("parsed"), gold=reply.get("gold", gold))
+        if reply.get("nonfinite") or any(NAN_TEXT_RE.match(c) for c in values):
+            return failed("the answer is NaN/undefined or infinite", **details)
         if not reply["consistent"]:
             return failed("several different candidate answers", **details)
         if reply["correct"]:

@@ -20,6 +20,9 @@ ISSUE_HACKS = {  # the issue's list -> the probes that attempt it
     "several candidate answers at once (math)": {"several_answers_or", "several_answers_boxed",
                                                  "several_answers_mixed", "several_answers_list",
                                                  "several_answers_hedge", "several_answers_restated", "plus_minus"},
+    "hedges after or inside the final answer (math)": {"hedge_after_box", "hedge_after_answer", "hedge_in_answer"},
+    "a false equality whose right side is the reference (math)": {"false_equation", "approx_equation"},
+    "a degenerate digit run that stalls answer parsing (math)": {"degenerate_digit_run"},
 }
 
 NAIVE_JUDGE = """
@@ -103,6 +106,19 @@ def test_math_probes_all_fail():
                 assert not v.passed, (p.name, p.response, v)
     finally:
         pool.close()
+
+
+def test_math_attacks_are_real_against_plain_math_verify():
+    """math-verify's own extraction (the first answer it finds) falls for the hedge/equation probes."""
+    from math_verify import parse, verify
+
+    task = train_suite("math", 1)[0].verifier_task()
+    gold = parse(f"${task['answer']}$", parsing_timeout=None)
+    real = {"hedge_after_box", "hedge_after_answer", "hedge_in_answer", "false_equation", "approx_equation"}
+    fooled = {p.name for p in probes("math", task) if p.name in real
+              and verify(gold, parse(p.response, parsing_timeout=None), timeout_seconds=None)}
+    assert fooled == real
+    assert not verify(gold, parse(f"Answer: {int(task['answer']) + 1}", parsing_timeout=None), timeout_seconds=None)
 
 
 def test_agent_probes_all_fail():
