@@ -327,6 +327,8 @@ class MathVerifier:
         if len(text) > MAX_RESPONSE_CHARS:
             return failed("response too long", chars=len(text))
         text = normalise(text)
+        if len(text) > MAX_RESPONSE_CHARS:  # NFKC can expand a character up to 18-fold
+            return failed("response too long", chars=len(text))
         if (why := degenerate(text)) is not None:
             return failed(why, chars=len(text))
         ex = extract(text)

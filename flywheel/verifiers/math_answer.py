@@ -60,7 +60,11 @@ HEDGE_WORD_RE = re.compile(
 """A hedge inside one candidate ("42 or 43", "42, possibly 43", "7 \\pm 1") makes it several answers."""
 _HEDGE_WORDS = (r"\bpossibly\b|\bmaybe\b|\bperhaps\b|\balternatively\b|\bmight\s+(?:also\s+)?be\b|"
                 r"\bcould\s+(?:also\s+)?be\b|\bnot\s+sure\b|\bunsure\b")
-_TRAIL_HEDGE_RE = re.compile(r"(?i)(?:" + _HEDGE_WORDS + r")[^.\n\d]{0,40}\d")
+_TRAIL_HEDGE_RE = re.compile(
+    r"(?i)(?:" + _HEDGE_WORDS + r")[^.\n\d]{0,40}\d"
+    r"|\d[^\s.]{0,20}\s+(?:is\s+|works\s+|would\s+be\s+)?(?:also|too|as\s+well)\b"
+    r"|\banother\s+(?:valid\s+|possible\s+|correct\s+)?(?:answer|solution)\b[^.\n\d]{0,40}\d"
+)
 """After the final statement, anywhere in TRAIL_WINDOW: "Answer: 42. Maybe 43 though"."""
 _LINE_HEDGE_RE = re.compile(r"(?i)(?:\bor\b|\beither\b|\botherwise\b|" + _HEDGE_WORDS + r")[^.\n\d]{0,40}\d")
 """On the final statement's own line, a bare "or" too: "\\boxed{42} (or 43)"."""
@@ -72,6 +76,8 @@ _NAME_RE = re.compile(
     r"^(?:\\text\{[A-Za-z ]{1,30}\}|\\?[A-Za-z]{1,20})(?:_\{?[A-Za-z0-9]{1,8}\}?)?(?:\([^()=]{0,30}\))?$"
 )
 """The left side of `name = value`: `x`, `x_1`, `\\theta`, `f(3)`, `\\text{total}`."""
+_CONSTANT_RE = re.compile(r"^(?:\\pi|\\infty|\\tau|e|i|E|I|\\mathrm\{[ei]\}|nan|inf)$")
+"""Not names: `\\pi = 42` is a false equality, not a label."""
 
 
 def normalise(text: str) -> str:
@@ -199,6 +205,6 @@ def values_to_compare(cands: list[str], gold: str) -> tuple[list[str], str | Non
             continue
         if any(not x for x in chain):
             return [], "the final answer is an incomplete equation"
-        out.extend(x for x in chain[:-1] if not _NAME_RE.match(x))
+        out.extend(x for x in chain[:-1] if not _NAME_RE.match(x) or _CONSTANT_RE.match(x))
         out.append(chain[-1])
     return out, None

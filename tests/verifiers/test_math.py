@@ -138,6 +138,9 @@ def test_pathological_answer_times_out_and_the_pool_recovers(mv):
     "The answer is 42; alternatively 43.",
     "Answer: 42 \\lor 43",
     "Answer: 42 \\mp 1",
+    "Answer: 42. But 43 also works.",
+    "\\boxed{42}\n43 is also correct.",
+    "Answer: 42. Another valid answer is 43.",
 ])
 def test_hedged_and_multiple_answers_fail(mv, response):
     v = mv.verify({"answer": "42"}, response)
@@ -157,6 +160,9 @@ def test_hedged_and_multiple_answers_fail(mv, response):
     "Answer: x \\geq 42",
     "Answer: = 42",
     "Answer: 41 := 42",
+    "Answer: \\pi = 42",
+    "Answer: e = 42",
+    "Answer: \\infty = 42",
 ])
 def test_false_equalities_and_relations_fail(mv, response):
     v = mv.verify({"answer": "42"}, response)
@@ -236,6 +242,7 @@ def test_infinity_matches_only_an_infinite_reference(mv):
 @pytest.mark.parametrize("response", [
     "Answer: 42\nCheck: " + "7" * 20_000,
     "7" * 200_000,
+    "\ufdfa" * 100_000,  # NFKC expands this character 18-fold
     "x " + "1," * 99_000,
     "\\boxed{" * 28_000,
     "Answer: " * 25_000,
