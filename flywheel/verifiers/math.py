@@ -9,7 +9,9 @@ math-verify guards its own parsing with `signal.alarm`, which only works in the 
 Here `parse`/`verify` run with their timeouts disabled (`parsing_timeout=None`,
 `timeout_seconds=None`) inside a small pool of worker *processes*; the caller waits with its
 own deadline and kills a worker that overruns, so scoring works from any thread or process
-and a pathological expression can neither hang nor leak CPU.
+and a pathological expression can neither hang nor leak CPU. The deadline counts the worker's
+CPU time: a worker busy for `timeout_s` is the candidate's failure, one starved of CPU by load
+is an infrastructure error (see `MathWorkerPool.judge`).
 """
 
 from __future__ import annotations
