@@ -113,11 +113,16 @@ def quiet_transformers_bars() -> None:
 
 def show_progress_lines(stream: Any = None) -> None:
     """Print progress lines on `stream` (default stdout) as they are logged: the console view of a run
-    that also records them elsewhere (`flywheel turn`: the Dagster event log). Idempotent."""
+    that also records them elsewhere (`flywheel turn`: the Dagster event log). One console handler at a
+    time: a second call with another stream replaces the first."""
+    target = stream or sys.stdout
     log = logging.getLogger(LOGGER)
     log.setLevel(logging.INFO)
-    if not any(getattr(h, "_flywheel_console", False) for h in log.handlers):
-        handler = logging.StreamHandler(stream or sys.stdout)
-        handler.setFormatter(logging.Formatter("  %(message)s"))
-        handler._flywheel_console = True  # type: ignore[attr-defined]
-        log.addHandler(handler)
+    for h in [h for h in log.handlers if getattr(h, "_flywheel_console", False)]:
+        if getattr(h, "stream", None) is target:
+            return
+        log.removeHandler(h)
+    handler = logging.StreamHandler(target)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    handler._flywheel_console = True  # type: ignore[attr-defined]
+    log.addHandler(handler)

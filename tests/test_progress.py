@@ -34,8 +34,10 @@ def test_lines_are_throttled_and_the_end_is_always_logged(caplog):
 
 def test_phases_get_one_bar_each_and_the_console_shows_them():
     out = io.StringIO()
+    show_progress_lines(io.StringIO())  # an earlier console (another command in this process) is replaced
     show_progress_lines(out)
     show_progress_lines(out)  # idempotent: one handler
+    assert sum(getattr(h, "_flywheel_console", False) for h in logging.getLogger(LOGGER).handlers) == 1
     try:
         report = phase_progress("RFT candidates")
         report("sample", 3, 3)
