@@ -21,6 +21,7 @@ SCAN_CHUNK = 32_768
 TEXT_COLS = ("messages", "outcome", "reference", "extra")
 """The JSON text columns: the ones redaction reads and rewrites."""
 PREFILTER = {c: R.prefilter_regex(c) for c in TEXT_COLS}
+KEY_PREFILTER = R.prefilter_regex("id") + r"|\\"
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str, **tables: pa.Table) -> pa.Table:
@@ -119,7 +120,8 @@ def _redact_sql() -> str:
         for k in R.KINDS
     )
     origs = ", ".join(f"{c} AS o_{c}" for c in TEXT_COLS)
-    ok = " AND ".join(f"coalesce(json_valid({c}), true)" for c in TEXT_COLS)
+    route = R._lit(R.ROUTE_TO_PYTHON)
+    ok = " AND ".join(f"coalesce(json_valid({c}) AND NOT regexp_matches(o_{c}, {route}), true)" for c in TEXT_COLS)
     return (f"SELECT i, true AS hit, {ok} AS red_ok, * EXCLUDE (i, hit) FROM "
             f"(SELECT i, true AS hit, {reds}, {counts}, {origs} FROM _r) x")
 
@@ -133,8 +135,8 @@ def redact_rows(con: duckdb.DuckDBPyConnection, new: pa.Table, hit: pa.Array) ->
     rows = pa.table({"i": pos, **{c: _take(new[c], pos) for c in TEXT_COLS}})
     done, counts = _finish_redaction(query(con, _redact_sql(), _r=rows))
     done = done.sort_by("i")
-    red = np.zeros(len(new), np.int32)
-    red[pos] = done["redactions"].to_numpy()
+    red = new["redactions"].to_numpy().astype(np.int32)  # a copy: it may already count key redactions
+    red[pos] += done["redactions"].to_numpy()
     cols = {c: new[c] for c in new.column_names}
     for c in TEXT_COLS:  # splice only the values redaction changed (most hits touch one column)
         changed = pc.fill_null(pc.not_equal(rows[c], done[c].combine_chunks().cast(pa.string())), False)
@@ -147,7 +149,8 @@ def redact_rows(con: duckdb.DuckDBPyConnection, new: pa.Table, hit: pa.Array) ->
 
 def _finish_redaction(new: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """Count what SQL redacted; redo in Python the rare rows where a replacement on JSON text cut
-    through an escape (e.g. the `n` of `\\n` taken as part of an e-mail) and broke the JSON."""
+    through an escape (e.g. the `n` of `\\n` taken as part of an e-mail) and broke the JSON, and the
+    rows `redact.ROUTE_TO_PYTHON` sends there (escapes that may hide a finding, checked kinds)."""
     rows = pc.any(new["hit"]).as_py()
     bad = pc.invert(new["red_ok"])
     broken = np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist() if pc.any(bad).as_py() else []
@@ -158,7 +161,9 @@ def _finish_redaction(new: pa.Table) -> tuple[pa.Table, dict[str, int]]:
             for k in R.KINDS:
                 counts[k][i] = 0
             for c in TEXT_COLS:
-                cols[c][i], cnt = R.redact_json_text(new[f"o_{c}"][i].as_py(), messages=(c == "messages"))
+                orig = new[f"o_{c}"][i].as_py()
+                red, cnt = R.redact_json_text(orig, c)
+                cols[c][i] = red if cnt else orig  # nothing found: the text stays as it was written
                 for k, v in cnt.items():
                     counts[k][i] += v
         for name, vals in [*cols.items(), *((f"r_{k}", v) for k, v in counts.items())]:
@@ -172,3 +177,37 @@ def _finish_redaction(new: pa.Table) -> tuple[pa.Table, dict[str, int]]:
             by_kind[k] = n
         total = col if total is None else pc.add(total, col)
     return new.append_column("redactions", pc.cast(total, pa.int32())), by_kind
+
+
+def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Table, dict[int, dict[str, int]]]:
+    """`cand` with its plain key fields (`redact.KEY_COLUMNS`) redacted and `h` (the hash of `id`)
+    recomputed where `id` changed -- done before stored keys are looked up, so dedupe and re-ingest
+    see the same redacted ids. Returns the batch and the redactions per kind of each changed row,
+    by `line_no`."""
+    cols = [c for c in R.KEY_COLUMNS if c in cand.column_names]
+    hit = None
+    for c in cols:
+        m = pc.fill_null(pc.match_substring_regex(cand[c], KEY_PREFILTER), False)
+        hit = m if hit is None else pc.or_(hit, m)
+    if hit is None or not pc.any(hit).as_py():
+        return cand, {}
+    pos = np.flatnonzero(hit.to_numpy(zero_copy_only=False) if isinstance(hit, pa.Array)
+                         else hit.combine_chunks().to_numpy(zero_copy_only=False))
+    line_nos = cand["line_no"].take(pa.array(pos)).to_pylist()
+    found: dict[int, dict[str, int]] = {}
+    for c in cols:
+        vals = cand[c].to_pylist()
+        changed = False
+        for i, ln in zip(pos.tolist(), line_nos, strict=True):
+            new, counts = R.redact_key(vals[i], c)
+            if counts:
+                vals[i], changed = new, True
+                acc = found.setdefault(ln, {})
+                for k, n in counts.items():
+                    acc[k] = acc.get(k, 0) + n
+        if changed:
+            cand = cand.set_column(cand.schema.get_field_index(c), c, pa.array(vals, cand.schema.field(c).type))
+    if found and "h" in cand.column_names:
+        h = query(con, "SELECT hash(id) AS h FROM _k", _k=cand.select(["id"]))["h"]
+        cand = cand.set_column(cand.schema.get_field_index("h"), "h", h.cast(cand.schema.field("h").type))
+    return cand, found

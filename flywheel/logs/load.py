@@ -15,11 +15,12 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_rows
+from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_keys, redact_rows
 from flywheel.logs.formats import canonical_line, needs_python
 from flywheel.logs.jsonl import chunk_lines, is_json_document, json_array_batches, json_error, jsonl_chunks
 from flywheel.logs.messages import RecordError
 from flywheel.logs.options import IngestOptions, IngestReport
+from flywheel.logs.redact import redact_raw
 from flywheel.logs.sources import SourceFile
 from flywheel.logs.validate_sql import (
     JSON_FIELDS,
@@ -183,6 +184,9 @@ class Loader:
         n_clean = len(cand)
         if not n_clean:
             return
+        key_found: dict[int, dict[str, int]] = {}
+        if self.opts.redact:  # ids redacted before stored keys are looked up: re-ingest finds the same key
+            cand, key_found = redact_keys(self.con, cand)
         cand = self._drop_stored(cand)
         if len(cand):
             h = cand["h"].to_numpy()
@@ -196,7 +200,7 @@ class Loader:
             idx = pa.array(cand["line_no"].to_numpy() - (base + 1))
         cols = {c: (t[c].take(idx) if c in passthrough else cand[c]) for c in OUT_COLS}
         n = len(cand)
-        red = pa.array(np.zeros(n, np.int32))
+        red = pa.array(self._key_redactions(cand, key_found) if key_found else np.zeros(n, np.int32))
         if self.opts.redact and n:
             hit = prefilter_hits(cols, n, self.pool, self.opts.workers)
         new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
@@ -219,6 +223,16 @@ class Loader:
             return cand
         drop = pc.is_in(cand["line_no"], value_set=stored["line_no"].combine_chunks())
         return cand.filter(pc.invert(drop))
+
+    def _key_redactions(self, cand: pa.Table, found: dict[int, dict[str, int]]) -> np.ndarray:
+        """Per kept row, the redactions `redact_keys` made in its key fields (counted in the report too)."""
+        red = np.zeros(len(cand), np.int32)
+        for i, ln in enumerate(cand["line_no"].to_pylist()):
+            for k, v in found.get(ln, {}).items():
+                red[i] += v
+                self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + v
+                self.report.redactions += v
+        return red
 
     def _redact(self, new: pa.Table, hit: pa.Array) -> pa.Table:
         new, by_kind = redact_rows(self.con, new, hit)
@@ -249,13 +263,16 @@ class Loader:
 
     # -- quarantine ---------------------------------------------------------------------------
     def _qrow(self, src: SourceFile, line: int, kind: str, fld: str | None, reason: str, raw: str) -> dict:
+        limit = self.opts.raw_preview_chars
+        if self.opts.redact:  # the reason quotes a field's start: redacted as well
+            raw, reason = redact_raw(raw, limit), redact_raw(reason, len(reason) + 1)
         return {"source_file": src.name, "source_line": line, "reason": reason, "field": fld,
-                "raw": raw[: self.opts.raw_preview_chars], "kind": kind, "log_date": None}
+                "raw": raw[:limit], "kind": kind, "log_date": None}
 
     def _quarantine_from_cand(self, src: SourceFile, bad: pa.Table, lines: pa.Table | None) -> None:
         rows = bad.select(["line_no", "err", "raw", "timestamp"]).to_pylist()
         full: dict[int, str] = {}
-        need = [r["line_no"] for r in rows if r["err"]["k"] == "invalid_json"]
+        need = [r["line_no"] for r in rows]  # whole lines: raw is redacted before it is cut
         if need and lines is not None:
             sel = lines.filter(pc.is_in(lines["line_no"], pa.array(need, pa.int64())))
             full = dict(zip(sel["line_no"].to_pylist(), sel["line"].to_pylist(), strict=True))
@@ -263,7 +280,7 @@ class Loader:
         for r in rows:
             e, n = r["err"], r["line_no"]
             msg = f"{e['m'].split(' ', 1)[0]} {n}: {json_error(full[n])}" if e["k"] == "invalid_json" and n in full else e["m"]
-            q = self._qrow(src, n, e["k"], e["f"], msg, self._orig.get(n, r["raw"] or ""))
+            q = self._qrow(src, n, e["k"], e["f"], msg, self._orig.get(n) or full.get(n) or r["raw"] or "")
             q["log_date"] = r["timestamp"].date() if r["timestamp"] else None
             out.append(q)
         self._quarantine_rows(out)

@@ -1,68 +1,49 @@
 """Redaction of secrets and personal data in task logs, before anything reaches a training set.
 
-Each finding is replaced by a placeholder such as `[REDACTED:EMAIL]` and counted. The same
-patterns run in two places:
+Each finding is replaced by a placeholder such as `[REDACTED:EMAIL]` and counted. The patterns
+(`redact_patterns.PATTERNS`) run in two places:
 
 - vectorized, as DuckDB `regexp_replace` over the JSON text columns during ingest (the fast path,
   see `sql_redact` / `sql_count`), on the rows that Arrow's RE2 prefilter (`prefilter_regex`) flags;
-- in Python over decoded JSON string values (`redact_json_text`), for the few rows where a
-  replacement on JSON text would cut through an escape sequence such as `\\n` and leave invalid
-  JSON. Ingest checks `json_valid` after the fast path and falls back per row.
+- in Python over decoded JSON string values (`redact_json_text`), for the rows the fast path cannot
+  do right: a replacement that cut through an escape such as `\\n` (invalid JSON after it), text
+  holding escapes that may hide a finding (`\\u0040`, `\\/`, the `\\\\` of JSON nested in a string,
+  such as a tool call's `arguments`), and kinds that need a check regexes cannot make (card numbers:
+  Luhn) -- see `ROUTE_TO_PYTHON`.
 
-The patterns are RE2- and Python-compatible. What they do NOT catch: secrets with no recognizable
-shape (plain passwords, private keys split over messages), phone numbers written without
-separators (deliberately: bare digit runs are everywhere in math logs), names and addresses.
+The Python path sees decoded text: JSON nested in a string is parsed and walked, and `\\uXXXX`
+escapes left in a string are decoded before matching. Plain-text fields (`id`, `task_id`, `domain`,
+`model`, quarantined `raw`) go through `redact_key` / `redact_raw`.
+
+What is NOT caught: secrets with no recognizable shape (plain passwords, a bare 40-character AWS
+secret with no name or key id beside it), phone numbers written without separators or `+`
+(deliberately: bare digit runs are everywhere in math logs), card numbers written as a bare digit run
+with no card word before them, names and postal addresses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from flywheel.logs.redact_patterns import ESCAPED_ASCII, PATTERNS, RedactionPattern
 
-@dataclass(frozen=True)
-class RedactionPattern:
-    """One kind of secret: a regex and its replacement (`\\1` keeps a captured prefix)."""
-
-    kind: str
-    regex: str
-    replacement: str
-    prefilter: str = ""  # cheap RE2 necessary condition (literal alternation); "" = use `regex`
-    messages_only: bool = False  # only scan the `messages` column (prompts and responses)
-
-    @property
-    def placeholder(self) -> str:
-        return f"[REDACTED:{self.kind}]"
-
-
-_SEP = r"(\\[nrt]|[^A-Za-z0-9\\]|^)"  # a key must not be glued to a word ("task-..."); `\n` in JSON text counts as a break
-
-PATTERNS: tuple[RedactionPattern, ...] = (
-    # JWTs first: a bearer token is often a JWT, and each secret should be counted once.
-    RedactionPattern("JWT", r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}", "[REDACTED:JWT]", "eyJ"),
-    RedactionPattern("BEARER", r"([Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*", r"\1[REDACTED:BEARER]", "earer"),
-    RedactionPattern("API_KEY", _SEP + r"sk-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:API_KEY]", "sk-"),
-    RedactionPattern("AWS_KEY", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED:AWS_KEY]", "AKIA|ASIA"),
-    RedactionPattern("GITHUB_TOKEN", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-                     "[REDACTED:GITHUB_TOKEN]", "gh[pousr]_|github_pat_"),
-    RedactionPattern("EMAIL", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", "[REDACTED:EMAIL]", "@"),
-    RedactionPattern(
-        "PHONE",
-        r"(?:\+\d{1,3}[ .-]?\d{2,4}[ .-]\d{3,4}[ .-]\d{3,4}|(?:\+1[ .-]?)?(?:\(\d{3}\) ?|\b\d{3}[ .-])\d{3}[ .-]\d{4})\b",
-        "[REDACTED:PHONE]",
-        r"\d(?:[ .-]|\) ?)\d",
-        messages_only=True,
-    ),
-)
-"""Applied in this order. Add a pattern here and both the SQL and the Python path pick it up."""
+__all__ = ["KINDS", "PATTERNS", "RedactionPattern", "prefilter_regex", "redact_json_text", "redact_key",
+           "redact_raw", "redact_text", "redact_value", "sql_any", "sql_count", "sql_redact"]
 
 KINDS: tuple[str, ...] = tuple(p.kind for p in PATTERNS)
+KEY_COLUMNS = ("id", "task_id", "domain", "model")
+"""The plain string fields redacted before keys are computed (`redact_key`)."""
 
+ROUTE_TO_PYTHON = "|".join(
+    [r"\\[u/\\]", *(p.regex for p in PATTERNS if p.check)])
+"""RE2, over a row's original JSON text: the row goes to the Python path (escapes that may hide a
+finding or break on replacement; candidates of the checked kinds)."""
+
+_ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})|\\+/")
 _COMPILED = [(p, re.compile(p.regex)) for p in PATTERNS]
-_ANY = "|".join(f"(?:{p.regex})" for p in PATTERNS)
-_ANY_RE = re.compile(_ANY)
 
 
 def _lit(s: str) -> str:
@@ -71,79 +52,157 @@ def _lit(s: str) -> str:
 
 
 def patterns_for(col: str) -> tuple[RedactionPattern, ...]:
-    """The patterns that apply to column `col` (phone numbers: `messages` only)."""
-    return tuple(p for p in PATTERNS if col == "messages" or not p.messages_only)
-
-
-def sql_any(col: str, column: str | None = None) -> str:
-    """SQL: true when `col` may hold something to redact. A cheap necessary condition (literal
-    anchors such as `@`, `sk-`, `eyJ`, plus a digit-separator-digit test for phone numbers) in one
-    RE2 pass, so the exact patterns only run on the few rows that pass it."""
-    pre = "|".join(p.prefilter or p.regex for p in patterns_for(column or col))
-    return f"regexp_matches({col}, {_lit(pre)})"
+    """The patterns that apply to column `col` (phone numbers: free text only)."""
+    return tuple(p for p in PATTERNS if p.columns is None or col in p.columns)
 
 
 def prefilter_regex(column: str) -> str:
     """RE2 necessary condition for anything in `column` to redact (literal anchors, phone digits in
-    `messages` only); what `sql_any` runs, usable with `pyarrow.compute.match_substring_regex`."""
-    return "|".join(p.prefilter or p.regex for p in patterns_for(column))
+    free text, escaped ASCII); usable with `pyarrow.compute.match_substring_regex`."""
+    return "|".join([*(p.prefilter or p.regex for p in patterns_for(column)), ESCAPED_ASCII])
+
+
+def sql_any(col: str, column: str | None = None) -> str:
+    """SQL: true when `col` may hold something to redact (`prefilter_regex`), in one RE2 pass."""
+    return f"regexp_matches({col}, {_lit(prefilter_regex(column or col))})"
 
 
 def sql_redact(col: str, column: str | None = None) -> str:
-    """SQL: `col` with every pattern that applies to `column` (default: `col`) replaced."""
+    """SQL: `col` with every regex-only pattern that applies to `column` (default: `col`) replaced.
+    Checked kinds are left to the Python path (`ROUTE_TO_PYTHON`)."""
     expr = col
     for p in patterns_for(column or col):
-        expr = f"regexp_replace({expr}, {_lit(p.regex)}, {_lit(p.replacement)}, 'g')"
+        if not p.check:
+            expr = f"regexp_replace({expr}, {_lit(p.regex)}, {_lit(p.replacement)}, 'g')"
     return expr
 
 
 def sql_count(col: str, kind: str, column: str | None = None) -> str:
     """SQL: how many findings of `kind` are in `col` (counted on the text before replacement);
     `column` names the warehouse column `col` reads, which decides the patterns that apply."""
-    ps = [p for p in patterns_for(column or col) if p.kind == kind]
+    ps = [p for p in patterns_for(column or col) if p.kind == kind and not p.check]
     if not ps:
         return "0"
     return f"coalesce(len(regexp_extract_all({col}, {_lit(ps[0].regex)})), 0)"
 
 
-def redact_text(text: str, messages: bool = True) -> tuple[str, dict[str, int]]:
-    """Redact one plain string; returns the new text and counts per kind (kinds with 0 omitted).
-    `messages=False` skips the messages-only patterns (phone numbers)."""
+_PRE = {c: re.compile(prefilter_regex(c) + r"|\\") for c in ("messages", "outcome", "id", "raw")}
+
+
+def _pre(column: str) -> re.Pattern[str]:
+    return _PRE["messages" if column in ("messages", "extra") else column if column in _PRE else
+                "id" if column in KEY_COLUMNS else "outcome"]
+
+
+def _sub(p: RedactionPattern, rx: re.Pattern[str], text: str) -> tuple[str, int]:
+    if not p.check:
+        return rx.subn(re.sub(r"\\(\d)", r"\\g<\1>", p.replacement), text)
+    n = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal n
+        g = max(i for i in range(1, (rx.groups or 0) + 1) if m.group(i) is not None)
+        if not p.check(m.group(g)):  # type: ignore[misc]
+            return m.group(0)
+        n += 1
+        s, e = m.start(g) - m.start(), m.end(g) - m.start()
+        return m.group(0)[:s] + p.placeholder + m.group(0)[e:]
+    return rx.sub(one, text), n
+
+
+def _apply(text: str, column: str) -> tuple[str, dict[str, int]]:
     counts: dict[str, int] = {}
-    if not _ANY_RE.search(text):
-        return text, counts
     for p, rx in _COMPILED:
-        if p.messages_only and not messages:
+        if p.columns is not None and column not in p.columns:
             continue
-        text, n = rx.subn(p.replacement.replace("\\1", r"\g<1>"), text)
+        text, n = _sub(p, rx, text)
         if n:
             counts[p.kind] = counts.get(p.kind, 0) + n
     return text, counts
 
 
-def _walk(value: Any, counts: dict[str, int], messages: bool = True) -> Any:
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1) is None:
+        return "/"
+    cp = int(m.group(1), 16)
+    return m.group(0) if cp < 0x20 or 0xD800 <= cp <= 0xDFFF else chr(cp)
+
+
+def redact_text(text: str, column: str = "messages") -> tuple[str, dict[str, int]]:
+    """Redact one decoded string of `column`; returns the new text and counts per kind (kinds with 0
+    omitted). A string holding a JSON object or array (a tool call's `arguments`) is parsed and walked,
+    re-serialised only if something was found; `\\uXXXX` / `\\/` escapes left in the text are decoded
+    first when that reveals a finding."""
+    if not _pre(column).search(text):
+        return text, {}
+    t = text.strip()
+    if t[:1] in "{[" and t[-1:] in "}]":
+        try:
+            inner = json.loads(t)
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, (dict, list)):
+            value, counts = redact_value(inner, column)
+            return (json.dumps(value, ensure_ascii=False) if counts else text), counts
+    out, counts = _apply(text, column)
+    decoded = _ESCAPE.sub(_unescape, out)
+    if decoded != out:
+        more, extra = _apply(decoded, column)
+        if extra:
+            out = more
+            for k, v in extra.items():
+                counts[k] = counts.get(k, 0) + v
+    return out, counts
+
+
+def _walk(value: Any, counts: dict[str, int], column: str) -> Any:
     if isinstance(value, str):
-        new, c = redact_text(value, messages)
+        new, c = redact_text(value, column)
         for k, n in c.items():
             counts[k] = counts.get(k, 0) + n
         return new
     if isinstance(value, list):
-        return [_walk(v, counts, messages) for v in value]
+        return [_walk(v, counts, column) for v in value]
     if isinstance(value, dict):
-        return {k: _walk(v, counts, messages) for k, v in value.items()}
+        return {k: _walk(v, counts, column) for k, v in value.items()}
     return value
 
 
-def redact_value(value: Any, messages: bool = True) -> tuple[Any, dict[str, int]]:
+def redact_value(value: Any, column: str = "messages") -> tuple[Any, dict[str, int]]:
     """Redact every string inside a decoded JSON value (keys are left alone)."""
     counts: dict[str, int] = {}
-    return _walk(value, counts, messages), counts
+    return _walk(value, counts, column), counts
 
 
-def redact_json_text(text: str | None, messages: bool = True) -> tuple[str | None, dict[str, int]]:
-    """Redact the string values of a JSON document; output is compact JSON, always valid.
-    `messages=False` for the outcome/reference/extra columns (no phone-number pattern)."""
+def redact_json_text(text: str | None, column: str = "messages") -> tuple[str | None, dict[str, int]]:
+    """Redact the string values of a JSON document of `column`; output is compact JSON, always valid."""
     if text is None:
         return None, {}
-    value, counts = redact_value(json.loads(text), messages)
+    value, counts = redact_value(json.loads(text), column)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")), counts
+
+
+def redact_key(text: str | None, column: str = "id") -> tuple[str | None, dict[str, int]]:
+    """Redact a plain identifier (`id`, `task_id`, `domain`, `model`). A changed value gets `~` and 12
+    hex digits of the original's SHA-256, so two ids that differ only in their secret stay two keys
+    (and the same input always gives the same key: re-ingest still finds it)."""
+    if text is None:
+        return None, {}
+    new, counts = redact_text(text, column)
+    if not counts:
+        return text, counts
+    return f"{new}~{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}", counts
+
+
+_TAIL = re.compile(r"[\w.@%+/=\\-]+$")
+
+
+def redact_raw(text: str, limit: int) -> str:
+    """A quarantined line or row as kept for people to read: every kind redacted (on the whole text,
+    with escapes decoded where that reveals a finding), then cut to `limit` characters; a cut text
+    loses its last partial word, so no prefix of a secret is kept."""
+    text = text[: 2 * limit + 4096]  # a huge line is not read whole: what is kept is cut anyway
+    new, _ = redact_text(text, "raw") if text else (text, {})
+    if len(new) >= limit:
+        new = _TAIL.sub("", new[:limit]) if limit else ""
+    return new

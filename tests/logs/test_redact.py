@@ -59,8 +59,8 @@ def test_sql_and_python_paths_agree():
         assert any_sql or not counts  # the prefilter never misses a finding
 
 
-def test_phone_numbers_only_in_messages():
-    out, counts = R.redact_json_text(json.dumps({"error": "call 415-555-0134", "mail": "a@b.io"}), messages=False)
+def test_phone_numbers_not_in_outcome():
+    out, counts = R.redact_json_text(json.dumps({"error": "call 415-555-0134", "mail": "a@b.io"}), "outcome")
     assert json.loads(out) == {"error": "call 415-555-0134", "mail": "[REDACTED:EMAIL]"} and counts == {"EMAIL": 1}
 
 

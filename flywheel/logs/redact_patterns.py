@@ -1,0 +1,120 @@
+"""The redaction patterns: one entry per kind of secret or personal data, in the order they apply.
+
+Every regex is written in the common subset of RE2 (DuckDB, Arrow) and Python `re`, and only uses
+`[0-9]` for digits (Python's `\\d` would also take other scripts' digits). Patterns run over JSON text
+in the SQL fast path and over decoded strings in Python, so a key's left edge accepts an escaped
+newline (`\\n`) as a break. Kinds with a `check` (credit cards: Luhn) run in Python only: a row where
+their candidate regex matches is redacted by the Python path (`redact.ROUTE_TO_PYTHON`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FREE_TEXT = frozenset({"messages", "extra", "raw"})
+"""Columns of people's free text: the only ones phone numbers are looked for in (outcome and reference
+hold timings and answers; ids are keys)."""
+
+
+@dataclass(frozen=True)
+class RedactionPattern:
+    """One kind of secret: a regex and its replacement (`\\1`, `\\2` keep captured context)."""
+
+    kind: str
+    regex: str
+    replacement: str
+    prefilter: str = ""  # cheap RE2 necessary condition (literal alternation); "" = use `regex`
+    columns: frozenset[str] | None = None  # the columns it applies to; None = all
+    check: Callable[[str], bool] | None = None  # Python-only validation of the match (its last group)
+
+    @property
+    def placeholder(self) -> str:
+        return f"[REDACTED:{self.kind}]"
+
+
+def luhn(digits: str) -> bool:
+    """True when the digit string passes the Luhn checksum every payment card number carries."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def card_number(text: str) -> bool:
+    """A payment card number: 13-19 digits, one kind of separator (or none), Luhn-valid."""
+    seps = {c for c in text if not c.isdigit()}
+    digits = "".join(c for c in text if c.isdigit())
+    return len(seps) <= 1 and 13 <= len(digits) <= 19 and luhn(digits)
+
+
+_SEP = r"(\\[nrt]|[^A-Za-z0-9\\]|^)"  # a key must not be glued to a word ("task-..."); `\n` in JSON text counts as a break
+_SEP_ = r"(\\[nrt]|[^A-Za-z0-9_\\]|^)"  # the same, and not after `_` (keys whose prefix is a word: hf_, xox, ...)
+_NUM_EDGE = r"(\\[nrt]|[^0-9A-Za-z\\.+-]|^)"  # a number's left edge: not inside a word, version, sum or range
+_U = "À-ÖØ-öø-ÿĀ-ɏͰ-ϿЀ-ӿ԰-֏א-ת؀-ۿऀ-ॿก-๛぀-ヿ一-鿿가-힯"
+"""Letters of the major non-Latin-1 scripts, for internationalised e-mail addresses (RE2's `\\w` is ASCII)."""
+_B64 = "A-Za-z0-9/+"
+
+_PHONE = (
+    _NUM_EDGE + "(?:"
+    # +CC, an optional (0), then the national number: (area) groups | 3+ groups | 2 long groups | bare E.164
+    r"\+[1-9][0-9]{0,2}(?:[ .-]?\(0\))?[ .-]?(?:\([0-9]{1,4}\)[ .-]?[0-9]{2,5}(?:[ .-][0-9]{2,5}){0,3}"
+    r"|[0-9]{1,5}[ .-][0-9]{2,8}[ .-][0-9]{2,8}(?:[ .-][0-9]{2,8}){0,3}|[0-9]{2,5}[ .-][0-9]{5,8}|[0-9]{7,14})"
+    # North America: (415) 555-0134, 415.555.0134, 1-800-555-0199
+    r"|(?:1[ .-]?)?(?:\([0-9]{3}\) ?|[0-9]{3}[ .-])[0-9]{3}[ .-][0-9]{4}"
+    # trunk 0: 01 23 45 67 89 | 020 7946 0958, 03-1234-5678, (02) 9876 5432 | 030 12345678, 098765 43210
+    r"|0[0-9](?:[ .-][0-9]{2}){4}|(?:\(0[0-9]{1,4}\) ?|0[0-9]{1,4}[ .-])[0-9]{3,5}[ .-][0-9]{3,5}"
+    r"|(?:\(0[0-9]{1,4}\) ?|0[0-9]{1,5}[ .-])[0-9]{5,8}"
+    # Russia 8 (495) 123-45-67, Brazil (11) 91234-5678
+    r"|8 ?\([0-9]{3,4}\) ?[0-9]{2,3}-[0-9]{2}-[0-9]{2}|\([1-9][0-9]\) ?[0-9]{4,5}-[0-9]{4}"
+    r")\b"
+)
+
+_CARD = (
+    # grouped 4-4-4-(1..7) or Amex/Diners 4-6-(4..5), spaces or dashes; or a bare run right after a card word
+    _NUM_EDGE + r"([0-9]{4}(?:[ -][0-9]{4}){2}[ -][0-9]{1,7}|[0-9]{4}[ -][0-9]{6}[ -][0-9]{4,5})\b"
+    r"|((?i:card|visa|mastercard|amex|credit|debit|cc)\b[^0-9\"\\]{0,30}?)([0-9]{13,19})\b"
+)
+
+PATTERNS: tuple[RedactionPattern, ...] = (
+    # PEM private keys first: their body would otherwise be read as other kinds. An unterminated
+    # block (a truncated log) is redacted to the end of its base64 body.
+    RedactionPattern(
+        "PRIVATE_KEY",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[^\"]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"
+        r"|(?:: |\\[nrt]|[\r\n\t=+/A-Za-z0-9:,-])*)",
+        "[REDACTED:PRIVATE_KEY]", "PRIVATE KEY-----"),
+    # JWTs before bearer tokens: a bearer token is often a JWT, and each secret should be counted once.
+    RedactionPattern("JWT", r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}", "[REDACTED:JWT]", "eyJ"),
+    RedactionPattern("BEARER", r"([Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*", r"\1[REDACTED:BEARER]", "earer"),
+    # AWS secret access keys have no prefix of their own: only beside their name or a key id.
+    RedactionPattern(
+        "AWS_SECRET",
+        r"((?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)(?:\\?[\"'])?\s*[:=]>?\s*(?:\\?[\"'])?"
+        rf"|(?:AKIA|ASIA)[0-9A-Z]{{16}}(?:\\[nrt\"]|[\s\"',:;=|])+)[{_B64}]{{40}}([^{_B64}]|$)",
+        r"\1[REDACTED:AWS_SECRET]\2", "(?i:secret_?access_?key|aws_?secret)|AKIA|ASIA"),
+    RedactionPattern("API_KEY", _SEP + r"sk-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:API_KEY]", "sk-"),
+    RedactionPattern("STRIPE_KEY", _SEP_ + r"[spr]k_(?:live|test)_[A-Za-z0-9]{10,}", r"\1[REDACTED:STRIPE_KEY]",
+                     "k_live_|k_test_"),
+    RedactionPattern("AWS_KEY", _SEP + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b", r"\1[REDACTED:AWS_KEY]", "AKIA|ASIA"),
+    RedactionPattern("GITHUB_TOKEN", _SEP_ + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+                     r"\1[REDACTED:GITHUB_TOKEN]", "gh[pousr]_|github_pat_"),
+    RedactionPattern("GITLAB_TOKEN", _SEP_ + r"glpat-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:GITLAB_TOKEN]", "glpat-"),
+    RedactionPattern("SLACK_TOKEN", _SEP_ + r"xox[abprs]-[A-Za-z0-9-]{10,}", r"\1[REDACTED:SLACK_TOKEN]", "xox"),
+    RedactionPattern("HF_TOKEN", _SEP_ + r"hf_[A-Za-z0-9]{30,}", r"\1[REDACTED:HF_TOKEN]", "hf_"),
+    RedactionPattern("GOOGLE_API_KEY", _SEP_ + r"AIza[0-9A-Za-z_-]{35}", r"\1[REDACTED:GOOGLE_API_KEY]", "AIza"),
+    RedactionPattern(
+        "EMAIL",
+        rf"[A-Za-z0-9._%+{_U}-]+@[A-Za-z0-9{_U}-]+(?:\.[A-Za-z0-9{_U}-]+)*\.(?:xn--[A-Za-z0-9-]+|[A-Za-z]{{2,}}|[{_U}]{{2,}})",
+        "[REDACTED:EMAIL]", "@"),
+    RedactionPattern("CREDIT_CARD", _CARD, "[REDACTED:CREDIT_CARD]",
+                     r"[0-9]{4}[ -][0-9]{4,6}[ -][0-9]{4}|[0-9]{13}", check=card_number),
+    RedactionPattern("PHONE", _PHONE, r"\1[REDACTED:PHONE]", r"[0-9](?:[ .-]|\) ?)[0-9]|\+[0-9]{7}",
+                     columns=FREE_TEXT),
+)
+"""Applied in this order. Add a pattern here and the prefilter, the SQL and the Python path pick it up."""
+
+ESCAPED_ASCII = r"\\u00[2-7][0-9A-Fa-f]"
+"""A JSON `\\uXXXX` escape of a printable ASCII character: it can hide an anchor (`\\u0040` is `@`), so
+the prefilter flags it and the Python path decodes it."""
