@@ -120,8 +120,7 @@ def _redact_sql() -> str:
         for k in R.KINDS
     )
     origs = ", ".join(f"{c} AS o_{c}" for c in TEXT_COLS)
-    route = R._lit(R.ROUTE_TO_PYTHON)
-    ok = " AND ".join(f"coalesce(json_valid({c}) AND NOT regexp_matches(o_{c}, {route}), true)" for c in TEXT_COLS)
+    ok = " AND ".join(f"coalesce(json_valid({c}) AND NOT {R.sql_route(f'o_{c}', c)}, true)" for c in TEXT_COLS)
     return (f"SELECT i, true AS hit, {ok} AS red_ok, * EXCLUDE (i, hit) FROM "
             f"(SELECT i, true AS hit, {reds}, {counts}, {origs} FROM _r) x")
 
@@ -150,7 +149,7 @@ def redact_rows(con: duckdb.DuckDBPyConnection, new: pa.Table, hit: pa.Array) ->
 def _finish_redaction(new: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """Count what SQL redacted; redo in Python the rare rows where a replacement on JSON text cut
     through an escape (e.g. the `n` of `\\n` taken as part of an e-mail) and broke the JSON, and the
-    rows `redact.ROUTE_TO_PYTHON` sends there (escapes that may hide a finding, checked kinds)."""
+    rows `redact.sql_route` sends there (escapes that may hide a finding, checked kinds)."""
     rows = pc.any(new["hit"]).as_py()
     bad = pc.invert(new["red_ok"])
     broken = np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist() if pc.any(bad).as_py() else []

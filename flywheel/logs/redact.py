@@ -37,10 +37,22 @@ KINDS: tuple[str, ...] = tuple(p.kind for p in PATTERNS)
 KEY_COLUMNS = ("id", "task_id", "domain", "model")
 """The plain string fields redacted before keys are computed (`redact_key`)."""
 
-ROUTE_TO_PYTHON = "|".join(
-    [r"\\[u/\\]", *(p.regex for p in PATTERNS if p.check)])
+ROUTE_TO_PYTHON = "|".join([ESCAPED_ASCII, r"\\/", *(p.regex for p in PATTERNS if p.check)])
 """RE2, over a row's original JSON text: the row goes to the Python path (escapes that may hide a
-finding or break on replacement; candidates of the checked kinds)."""
+finding or split a token; candidates of the checked kinds). See `sql_route` for the other cases."""
+
+
+def sql_route(orig: str, red: str) -> str:
+    """SQL: true when a column's redaction must be redone in Python -- `ROUTE_TO_PYTHON` matches its
+    original text `orig`; or the fast path changed it (`red`) and it holds `\\\\` (JSON nested in a
+    string, whose own escapes a replacement could cut); or it holds an `@` and `\\uXXXX` escapes
+    (an internationalised address written escaped). LaTeX and other backslashes in rows where nothing
+    was found stay on the fast path."""
+    return (f"(regexp_matches({orig}, {_lit(ROUTE_TO_PYTHON)}) OR ({red} <> {orig} AND contains({orig}, '\\\\')) "
+            f"OR (contains({orig}, '@') AND regexp_matches({orig}, {_lit(_ANY_ESCAPE)})))")
+
+
+_ANY_ESCAPE = r"\\u[0-9A-Fa-f]{4}"
 
 _ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})|\\+/")
 _COMPILED = [(p, re.compile(p.regex)) for p in PATTERNS]

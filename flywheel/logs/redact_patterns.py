@@ -49,9 +49,9 @@ def card_number(text: str) -> bool:
     return len(seps) <= 1 and 13 <= len(digits) <= 19 and luhn(digits)
 
 
-_SEP = r"(\\[nrt]|[^A-Za-z0-9\\]|^)"  # a key must not be glued to a word ("task-..."); `\n` in JSON text counts as a break
-_SEP_ = r"(\\[nrt]|[^A-Za-z0-9_\\]|^)"  # the same, and not after `_` (keys whose prefix is a word: hf_, xox, ...)
-_NUM_EDGE = r"(\\[nrt]|[^0-9A-Za-z\\.+-]|^)"  # a number's left edge: not inside a word, version, sum or range
+_SEP = r"(\\[nrt]|\\u00[01][0-9A-Fa-f]|[^A-Za-z0-9\\]|^)"  # a key must not be glued to a word ("task-..."); `\n`, `\u000a` in JSON text count as a break
+_SEP_ = r"(\\[nrt]|\\u00[01][0-9A-Fa-f]|[^A-Za-z0-9_\\]|^)"  # the same, and not after `_` (keys whose prefix is a word: hf_, xox, ...)
+_NUM_EDGE = r"(\\[nrt]|\\u00[01][0-9A-Fa-f]|[^0-9A-Za-z\\.+-]|^)"  # a number's left edge: not inside a word, version, sum or range
 _U = "À-ÖØ-öø-ÿĀ-ɏͰ-ϿЀ-ӿ԰-֏א-ת؀-ۿऀ-ॿก-๛぀-ヿ一-鿿가-힯"
 """Letters of the major non-Latin-1 scripts, for internationalised e-mail addresses (RE2's `\\w` is ASCII)."""
 _B64 = "A-Za-z0-9/+"

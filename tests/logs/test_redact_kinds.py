@@ -153,8 +153,16 @@ def test_escaped_forms_are_seen_decoded(doc, secret):
     out, counts = R.redact_json_text(doc)
     assert counts and secret not in "".join(_strings(json.loads(out)))
     # ingest's fast path: either the row goes to Python, or the SQL result is clean once decoded
-    if not _CON.execute("SELECT regexp_matches(?, ?)", [doc, R.ROUTE_TO_PYTHON]).fetchall()[0][0]:
+    routed = f"SELECT {R.sql_route('t', R.sql_redact('t', 'messages'))} FROM (SELECT ?::VARCHAR AS t)"
+    if not _CON.execute(routed, [doc]).fetchall()[0][0]:
         assert secret not in "".join(_strings(json.loads(_sql(doc))))
+
+
+def test_latex_rows_with_nothing_found_stay_on_the_fast_path():
+    doc = json.dumps([{"content": "\\frac{1}{2} = 0.5 and \\sqrt{2} = 1.41"}])
+    routed = f"SELECT {R.sql_route('t', R.sql_redact('t', 'messages'))} FROM (SELECT ?::VARCHAR AS t)"
+    assert pc.match_substring_regex(pa.array([doc]), R.prefilter_regex("messages"))[0].as_py()  # digits: a hit
+    assert not _CON.execute(routed, [doc]).fetchall()[0][0] and _sql(doc) == doc
 
 
 def test_tool_call_arguments_stay_json_and_untouched_when_clean():
