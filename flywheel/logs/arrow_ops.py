@@ -194,18 +194,20 @@ def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Tabl
                          else hit.combine_chunks().to_numpy(zero_copy_only=False))
     line_nos = cand["line_no"].take(pa.array(pos)).to_pylist()
     found: dict[int, dict[str, int]] = {}
-    for c in cols:
-        vals = cand[c].to_pylist()
-        changed = False
-        for i, ln in zip(pos.tolist(), line_nos, strict=True):
-            new, counts = R.redact_key(vals[i], c)
+    for c in cols:  # only the flagged rows become Python strings
+        mask, repl = np.zeros(len(cand), bool), []
+        for i, ln, v in zip(pos.tolist(), line_nos, cand[c].take(pa.array(pos)).to_pylist(), strict=True):
+            new, counts = R.redact_key(v, c)
             if counts:
-                vals[i], changed = new, True
+                mask[i] = True
+                repl.append(new)
                 acc = found.setdefault(ln, {})
                 for k, n in counts.items():
                     acc[k] = acc.get(k, 0) + n
-        if changed:
-            cand = cand.set_column(cand.schema.get_field_index(c), c, pa.array(vals, cand.schema.field(c).type))
+        if repl:
+            typ = cand.schema.field(c).type
+            col = pc.replace_with_mask(cand[c].combine_chunks(), pa.array(mask), pa.array(repl, typ))
+            cand = cand.set_column(cand.schema.get_field_index(c), c, col)
     if found and "h" in cand.column_names:
         h = query(con, "SELECT hash(id) AS h FROM _k", _k=cand.select(["id"]))["h"]
         cand = cand.set_column(cand.schema.get_field_index("h"), "h", h.cast(cand.schema.field("h").type))

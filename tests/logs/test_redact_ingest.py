@@ -126,7 +126,7 @@ def test_parquet_json_text_columns_with_escapes(tmp_path, wh):
     n = len(msgs)
     t = pa.table({
         "id": ["p-AKIAIOSFODNN7EXAMPLE", "p2", "p3", "p4"], "timestamp": ["2026-12-01T10:00:00Z"] * n,
-        "task_id": ["t"] * n, "domain": ["code"] * n, "model": ["m"] * n, "messages": msgs,
+        "task_id": ["t"] * n, "domain": ["code", "d-AIzaSyA1234567890abcdefghijklmnopqrstuv", "code", "code"], "model": ["m"] * n, "messages": msgs,
         "outcome": ['{"status":"success","error":"token xox\\u0062-1234567890-abcdefghij"}'] * n,
         "reference": ['{"mail":"jane.doe\\u0040example.com"}'] * n,
     })
@@ -136,6 +136,8 @@ def test_parquet_json_text_columns_with_escapes(tmp_path, wh):
     assert rep.ingested == n
     rows = _check_clean(wh, rep)
     assert rows["p4"][4] == msgs[3]  # honest text: not even re-serialised
+    assert rows["p2"][2].startswith("d-[REDACTED:GOOGLE_API_KEY]~") and rows["p4"][2] == "code"
+    assert sum(i.startswith("p-[REDACTED:AWS_KEY]~") for i in rows) == 1
     assert ingest(path, wh).duplicates == n
 
 
