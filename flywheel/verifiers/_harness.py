@@ -44,6 +44,17 @@ def _nondumpable():
 
 DUMPABLE_OFF = _nondumpable()  # before anything secret is in memory
 OUT_FD = os.dup(1)
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)  # a right answer with a 5,000-digit int must cross and compare
+
+
+def _shrug(signum, frame):
+    """The candidate shares our uid and can signal us: catchable signals change nothing."""
+
+
+for _name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF"):
+    if hasattr(signal, _name):
+        signal.signal(getattr(signal, _name), _shrug)  # a handler, not SIG_IGN: exec resets it
 CFG = json.loads(sys.stdin.buffer.read().decode("utf-8"))
 sys.stdin.close()
 NONCE = CFG.pop("nonce")
@@ -53,6 +64,8 @@ MAX_FRAME = 32 << 20
 CHILD = r'''
 import builtins, json, os, struct, sys
 RFD, WFD, ENTRY = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)
 def _read(n):
     b = b""
     while len(b) < n:
@@ -95,6 +108,18 @@ def enc(x, depth=0):
         return {"t": "bytes", "v": bytes(x).hex()}
     if isinstance(x, complex):
         return {"t": "complex", "v": [x.real, x.imag]}
+    m = getattr(t, "__module__", "")
+    if m == "fractions" and t.__name__ == "Fraction":
+        return {"t": "fraction", "v": [int(x.numerator), int(x.denominator)]}
+    if m in ("decimal", "_decimal", "_pydecimal") and t.__name__ == "Decimal":
+        return {"t": "decimal", "v": str(x)}
+    if hasattr(t, "__next__") and hasattr(t, "__iter__"):
+        items = []
+        for i in x:
+            if len(items) >= 1000000:
+                raise ValueError("iterator yields over a million items")
+            items.append(enc(i, depth + 1))
+        return {"t": "iter", "v": items}
     return {"t": "unsupported", "v": t.__name__}
 def dec(x):
     if isinstance(x, list):
@@ -113,6 +138,12 @@ def dec(x):
             return bytes.fromhex(v)
         if t == "complex":
             return complex(v[0], v[1])
+        if t == "fraction":
+            from fractions import Fraction
+            return Fraction(v[0], v[1])
+        if t == "decimal":
+            from decimal import Decimal
+            return Decimal(v)
         raise TypeError("cannot pass " + str(t))
     return x
 def err(e):
@@ -146,7 +177,7 @@ while True:
         rep = {"id": req["id"], "exc": type(e).__name__, "msg": str(e)[:500]}
     try:
         wr(rep)
-    except (TypeError, ValueError) as e:
+    except BaseException as e:
         wr({"id": req["id"], "exc": "TypeError", "msg": "return value cannot be passed back: %s" % e})
 '''
 
@@ -155,21 +186,43 @@ class Fatal(Exception):
     """The candidate timed out, died or broke the protocol: the run fails whatever the test does."""
 
 
+MAX_DEPTH, MAX_ENTRIES = 24, 20000
+
+
 def manifest(root):
-    out = {}
-    for d, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = os.path.join(d, name)
-            rel = os.path.relpath(p, root)
+    """Every entry of the work dir and its hash; bounded (depth, count), iterative, no links followed.
+
+    The candidate can build any tree here (1,100 nested dirs overflow `os.walk`'s recursion), so
+    whatever exceeds the bounds is recorded as such and, being new, fails the run as tampering."""
+    out, stack = {}, [("", 0)]
+    while stack:
+        rel_dir, depth = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, rel_dir) if rel_dir else root))
+        except OSError as e:
+            out[rel_dir or "."] = "unreadable:" + type(e).__name__
+            continue
+        for ent in entries:
+            rel = os.path.join(rel_dir, ent.name) if rel_dir else ent.name
+            if len(out) >= MAX_ENTRIES:
+                out["<over %d entries>" % MAX_ENTRIES] = "too many"
+                return out
             try:
-                if os.path.islink(p):
-                    out[rel] = "link:" + os.readlink(p)
-                elif os.path.isdir(p):
+                if ent.is_symlink():
+                    out[rel] = "link:" + os.readlink(ent.path)
+                elif ent.is_dir(follow_symlinks=False):
                     out[rel] = "dir"
+                    if depth + 1 >= MAX_DEPTH:
+                        out[rel + "/<deeper>"] = "too deep"
+                    else:
+                        stack.append((rel, depth + 1))
                 else:
-                    with open(p, "rb") as f:
-                        out[rel] = hashlib.sha256(f.read()).hexdigest()
-            except OSError as e:
+                    h = hashlib.sha256()
+                    with open(ent.path, "rb") as f:
+                        for chunk in iter(lambda: f.read(1 << 20), b""):
+                            h.update(chunk)
+                    out[rel] = h.hexdigest()
+            except (OSError, ValueError) as e:
                 out[rel] = "unreadable:" + type(e).__name__
     return out
 
@@ -191,14 +244,33 @@ def enc(x, depth=0):
         return {"t": "bytes", "v": bytes(x).hex()}
     if isinstance(x, complex):
         return {"t": "complex", "v": [x.real, x.imag]}
+    if type(x).__name__ == "Fraction" and type(x).__module__ == "fractions":
+        return {"t": "fraction", "v": [x.numerator, x.denominator]}
+    if type(x).__name__ == "Decimal" and type(x).__module__ in ("decimal", "_decimal", "_pydecimal"):
+        return {"t": "decimal", "v": str(x)}
     raise TypeError("the test passes a %s, which cannot cross to the candidate" % type(x).__name__)
+
+
+NAN_OK = False  # set in run(): only a test that speaks of NaN may receive one
+
+
+class NotANumber(Exception):
+    """The candidate returned NaN to a test that never expects one."""
+
+
+def _finite_enough(f):
+    if f != f and not NAN_OK:  # `abs(nan - ref) > tol` is False: NaN would pass tolerance checks
+        raise NotANumber()
+    return f
 
 
 def dec(x, depth=0):
     """Rebuild a value from the candidate as plain built-in types: nothing of the model's survives."""
     if depth > 200:
         raise TypeError("candidate returned a value nested too deeply")
-    if x is None or type(x) in (bool, int, float, str):
+    if type(x) is float:
+        return _finite_enough(x)
+    if x is None or type(x) in (bool, int, str):
         return x
     if type(x) is list:
         return [dec(i, depth + 1) for i in x]
@@ -214,7 +286,18 @@ def dec(x, depth=0):
         if t == "bytes" and type(v) is str:
             return bytes.fromhex(v)
         if t == "complex" and type(v) is list and len(v) == 2:
-            return complex(float(v[0]), float(v[1]))
+            return complex(_finite_enough(float(v[0])), _finite_enough(float(v[1])))
+        if t == "iter" and type(v) is list:
+            return iter([dec(i, depth + 1) for i in v])  # a generator's items, consumable once
+        if t == "fraction" and type(v) is list and len(v) == 2 and all(type(i) is int for i in v) and v[1]:
+            from fractions import Fraction
+            return Fraction(v[0], v[1])
+        if t == "decimal" and type(v) is str:
+            from decimal import Decimal
+            d = Decimal(v)
+            if d.is_nan() and not NAN_OK:
+                raise NotANumber()
+            return d
         if t == "unsupported":
             raise TypeError("candidate returned a %s, not a plain value" % str(v)[:80])
     raise TypeError("candidate sent a malformed value")
@@ -275,6 +358,8 @@ class Candidate:
             raise self.die("candidate broke the reply protocol")
         if "exc" in rep:
             name, msg = str(rep["exc"])[:80], str(rep.get("msg", ""))[:500]
+            if name in ("StopIteration", "StopAsyncIteration"):  # would end the test's map/generator
+                raise RuntimeError("candidate raised %s: %s" % (name, msg))  # as PEP 479 does
             cls = getattr(builtins, name, None)
             if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, Warning):
                 try:
@@ -284,10 +369,21 @@ class Candidate:
             raise RuntimeError("%s: %s" % (name, msg))
         if "ok" not in rep:
             raise self.die("candidate broke the reply protocol")
-        return dec(rep["ok"])
+        try:
+            return dec(rep["ok"])
+        except NotANumber:
+            raise self.die("candidate returned NaN, which never equals a reference") from None
+
+
+def say(text):
+    line = ("\n%s%s\n" % (NONCE, text)).encode()
+    while line:
+        line = line[os.write(OUT_FD, line):]
 
 
 def run():
+    global NAN_OK
+    NAN_OK = "nan" in CFG["test"].lower()
     work = os.getcwd()
     before = manifest(work)
     test_sha = hashlib.sha256(CFG["test"].encode("utf-8")).hexdigest()
@@ -296,6 +392,8 @@ def run():
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     r_req, w_req = os.pipe()
     r_rep, w_rep = os.pipe()
+    say("-started")  # from here the candidate may disrupt us: if no verdict follows, it is its failure
+    STARTED.append(True)
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", "-B", "-u", "-c", CHILD, str(r_req), str(w_rep), CFG["entry_point"]],
         pass_fds=(r_req, w_rep),
@@ -383,11 +481,19 @@ def run():
             res.update(status="failed", reason="work dir tampered with: " + ", ".join(tamper[:5]))
 
 
+STARTED = []
 try:
     result = run()
-except BaseException as e:  # the judge itself failed: report it as such, never as a pass
-    result = {"status": "harness_error", "reason": "%s: %s" % (type(e).__name__, e)}
-line = ("\n%s %s\n" % (NONCE, json.dumps(result))).encode()
-while line:
-    line = line[os.write(OUT_FD, line):]
+except BaseException as e:  # never a pass; infra only when the candidate had not started yet
+    why = "%s: %s" % (type(e).__name__, e)
+    if STARTED:
+        result = {"status": "failed", "reason": "judge disrupted while the candidate ran: " + why[:300],
+                  "test_sha256": hashlib.sha256(CFG["test"].encode("utf-8")).hexdigest()}
+    else:
+        result = {"status": "harness_error", "reason": why}
+try:
+    text = json.dumps(result)
+except (TypeError, ValueError) as e:
+    text = json.dumps({"status": "failed", "reason": "judge result not serialisable: %s" % e})
+say(" " + text)
 os._exit(0)

@@ -16,7 +16,10 @@ What makes it hard to game (see `_harness.py` for the mechanism):
   process never sees, from a judge that exited 0; two such lines (a forgery) fail;
 - any file the model adds, edits or deletes in the work dir fails the verdict, and so does any
   change to the harness itself (hash of the collected `main.py`, where the backend writes it);
-- the judge enforces the time limit itself, and the sandbox's wall clock backs it up.
+- the judge enforces the time limit itself, and the sandbox's wall clock backs it up;
+- what the candidate can do to the judge (signal or kill it, overflow its work-dir walk) fails the
+  candidate: the judge marks the moment the candidate starts, and only a judge that broke before
+  that mark (or a sandbox that did not start) is an infrastructure error.
 """
 
 from __future__ import annotations
@@ -181,6 +184,9 @@ class CodeVerifier:
         if not lines:
             if res.killed_reason:
                 return failed(f"killed by the sandbox: {res.killed_reason}", **base)
+            if any(ln == nonce + "-started" for ln in res.stdout.splitlines()):
+                # the candidate shares the judge's uid: it can kill it, and that is its own failure
+                return failed(f"judge died while the candidate ran (exit {res.exit_code})", cacheable=False, **base)
             raise VerifierInfraError(
                 f"code harness wrote no result (exit {res.exit_code}): {res.stderr[-500:]!r}"
             )
