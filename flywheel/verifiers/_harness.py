@@ -26,6 +26,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -383,7 +384,7 @@ def say(text):
 
 def run():
     global NAN_OK
-    NAN_OK = "nan" in CFG["test"].lower()
+    NAN_OK = re.search(r"(?i)\bnan\b|isnan", CFG["test"]) is not None  # not "banana"
     work = os.getcwd()
     before = manifest(work)
     test_sha = hashlib.sha256(CFG["test"].encode("utf-8")).hexdigest()

@@ -130,6 +130,12 @@ def test_nan_never_equals_a_reference(cv, name):
     _zero(cv.verify(TOL_TASK, NAN_ATTACKS[name]))
 
 
+def test_a_word_containing_nan_does_not_let_nan_through(cv):
+    task = dict(TOL_TASK, test=TOL_TASK["test"] + "    assert 'banana' and 'financial'\n")
+    assert cv.verify(task, "def half(x):\n    return x / 2\n").passed
+    _zero(cv.verify(task, NAN_ATTACKS["float_nan"]))
+
+
 def test_floats_still_judged_and_nan_allowed_where_the_test_expects_it(cv):
     assert cv.verify(TOL_TASK, "def half(x):\n    return x / 2\n").passed
     assert not cv.verify(TOL_TASK, "def half(x):\n    return float('inf')\n").passed
