@@ -42,10 +42,26 @@ from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
 
+from flywheel.logs.guard import guard_sources
 from flywheel.logs.load import Loader
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.sources import list_sources
 from flywheel.logs.warehouse import connect, ensure_tables
+
+
+def _caller(progress: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """`progress`, its exceptions marked as the caller's: they stop the run (and undo it) instead of
+    quarantining the file being read."""
+    if progress is None:
+        return None
+
+    def call(n: int) -> None:
+        try:
+            progress(n)
+        except Exception as e:
+            e._flywheel_caller = True  # type: ignore[attr-defined]
+            raise
+    return call
 
 
 def ingest(
@@ -79,9 +95,19 @@ def ingest(
         report = IngestReport(run_id=uuid.uuid4().hex, source=os.fspath(source), files=len(sources),
                               log_date=day.isoformat() if day else None)
         t0, started = time.perf_counter(), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        loader = Loader(connection, opts, day, report, progress, pool)
-        for src in sources:
-            (loader.load_parquet if src.format == "parquet" else loader.load_jsonl)(src)
+        loader = Loader(connection, opts, day, report, _caller(progress), pool)
+        for src, refused in guard_sources(source, sources):
+            if refused:
+                loader.file_quarantine(src, refused)
+                continue
+            try:
+                (loader.load_parquet if src.format == "parquet" else loader.load_jsonl)(src)
+            except AssertionError:
+                raise  # a bug in ingest, not in the file
+            except Exception as e:  # noqa: BLE001 -- one bad file never stops the run
+                if getattr(e, "_flywheel_caller", False):
+                    raise
+                loader.file_quarantine(src, f"file could not be ingested ({type(e).__name__}: {str(e)[:300]})")
         report.seconds = time.perf_counter() - t0
         if not report.balanced:
             raise AssertionError(f"ingest lost count (a bug): {report}")

@@ -75,7 +75,7 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
                                "re-encode the file as UTF-8", raw.decode("utf-8", "backslashreplace")))
         arr, line_no = pa.array(good, pa.large_string()), np.asarray(nos, dtype=np.int64)
     batch = pa.table({"line_no": line_no, "line": arr})
-    batch = pa.Table.from_batches(batch.to_batches(max_chunksize=SCAN_CHUNK))
+    batch = pa.Table.from_batches(batch.to_batches(max_chunksize=SCAN_CHUNK), schema=batch.schema)  # may be empty
     batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))  # blank: not records
     return batch, bad
 

@@ -167,6 +167,15 @@ class Loader:
             if self.progress:
                 self.progress(b - a)
 
+    def file_quarantine(self, src: SourceFile, reason: str) -> None:
+        """A whole file refused (or failed mid-way): rows of it already stored stay; what was counted
+        but not accounted for in the failing batch, and the rest of the file, become one
+        `unreadable_file` entry counted as one record read."""
+        self._orig = {}
+        r = self.report
+        r.lines_read = r.ingested + r.quarantined + r.duplicates
+        self._file_error(src, reason)
+
     def _file_error(self, src: SourceFile, reason: str) -> None:
         self.report.lines_read += 1
         self._quarantine_rows([self._qrow(src, 0, "unreadable_file", None, f"{src.name}: {reason}", "")])

@@ -1,0 +1,137 @@
+"""Adversarial input: a bad file (or link) never stops the run, never loses another file's rows,
+and the conservation law holds; links never read outside the folder, nor one file twice."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import duckdb
+import pytest
+
+from flywheel.logs.ingest import ingest
+
+
+def _run(folder, tmp_path):
+    db = tmp_path / "wh.duckdb"
+    r = ingest(folder, db)
+    assert r.balanced
+    con = duckdb.connect(str(db))
+    q = con.sql("SELECT source_file, kind, reason FROM quarantine ORDER BY 1, source_line").fetchall()
+    ids = {x for (x,) in con.sql("SELECT id FROM task_logs").fetchall()}
+    con.close()
+    return r, q, ids
+
+
+def _good(folder, rec, name="good.jsonl", ids=(1, 2)):
+    (folder / name).write_text("".join(json.dumps(rec(f"g{i}")) + "\n" for i in ids))
+
+
+@pytest.mark.parametrize("data", [
+    b"\xff\xfe\xfa\n\xc3\x28\n\x80\x80\n",  # every line invalid UTF-8
+    "\n".join(['{"id": "u16", "task_id": "t"}'] * 3).encode("utf-16"),  # UTF-16 with a BOM
+    b"\xc3\x28" * 1000,  # one long invalid line, no newline
+])
+def test_a_file_of_only_invalid_utf8_is_quarantined_line_by_line(data, rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a_bad.jsonl").write_bytes(data)
+    _good(logs, rec)
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {"rg1", "rg2"}  # positive control: the good file's rows are kept
+    bad = [k for f, k, _ in q if f.endswith("a_bad.jsonl")]
+    assert bad and "invalid_utf8" in bad and set(bad) <= {"invalid_utf8", "invalid_json"}  # UTF-16 NULs decode
+    assert r.quarantined == len(bad) and r.ingested == 2
+
+
+@pytest.mark.parametrize("ts", ["Infinity", "0000-01-01T00:00:00Z", "10000-01-01T00:00:00Z", "-0001-01-01T00:00:00Z"])
+def test_a_timestamp_that_breaks_a_file_never_stops_the_run(ts, rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a_ts.jsonl").write_text(json.dumps(rec("x", timestamp=ts)) + "\n")
+    _good(logs, rec, "b.jsonl")
+    _good(logs, rec, "c.jsonl", ids=(3,))
+    r, q, ids = _run(logs, tmp_path)
+    assert {"rg1", "rg2", "rg3"} <= ids  # files before and after the bad one are kept
+    assert "rx" not in ids
+    assert any(f.endswith("a_ts.jsonl") for f, _, _ in q)
+    assert r.lines_read == r.ingested + r.quarantined + r.duplicates
+
+
+def test_deep_nesting_with_a_secret_never_stops_the_run(rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    deep = json.dumps(rec("deep", reference="X")).replace(
+        '"X"', "[" * 5000 + '"sk-abcdefghijklmnopqrstuvwxyz0123456789"' + "]" * 5000)
+    (logs / "a_deep.jsonl").write_text(deep + "\n" + json.dumps(rec("same-file")) + "\n")
+    _good(logs, rec)
+    r, q, ids = _run(logs, tmp_path)
+    assert {"rg1", "rg2"} <= ids
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    text = " ".join(str(x) for row in con.sql("SELECT * FROM task_logs").fetchall() for x in row)
+    text += " ".join(str(x) for row in con.sql("SELECT raw, reason FROM quarantine").fetchall() for x in row)
+    assert "sk-abcdefghijklmnopqrstuvwxyz0123456789" not in text  # redacted wherever it went
+
+
+def _link_tree(tmp_path, rec):
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "s.jsonl").write_text(json.dumps(rec("outside")) + "\n")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _good(logs, rec)
+    return outside, logs
+
+
+@pytest.mark.parametrize("kind", ["file", "folder", "dangling"])
+def test_a_link_leaving_the_folder_is_quarantined_not_read(kind, rec, tmp_path):
+    outside, logs = _link_tree(tmp_path, rec)
+    if kind == "file":
+        os.symlink(outside / "s.jsonl", logs / "x.jsonl")
+    elif kind == "folder":
+        os.symlink(outside, logs / "sub")
+    else:
+        os.symlink(tmp_path / "nowhere.jsonl", logs / "x.jsonl")
+    r, q, ids = _run(logs, tmp_path)
+    assert "routside" not in ids and ids == {"rg1", "rg2"}
+    if kind != "dangling" or q:
+        assert len(q) == 1 and q[0][1] == "unreadable_file"
+        assert "not read" in q[0][2]
+
+
+@pytest.mark.parametrize("kind", ["file_link", "folder_loop", "two_links"])
+def test_the_same_real_file_is_read_once(kind, rec, tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "d").mkdir(parents=True)
+    _good(logs / "d", rec)
+    if kind == "file_link":
+        os.symlink(logs / "d" / "good.jsonl", logs / "again.jsonl")
+    elif kind == "folder_loop":
+        os.symlink(logs, logs / "d" / "loop")
+    else:
+        os.symlink(logs / "d" / "good.jsonl", logs / "a.jsonl")
+        os.symlink(logs / "d" / "good.jsonl", logs / "b.jsonl")
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {"rg1", "rg2"} and r.ingested == 2 and r.duplicates == 0
+    assert all("read once" in reason or "not read" in reason for _, _, reason in q)
+
+
+def test_a_link_inside_the_folder_is_read(rec, tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "real").mkdir(parents=True)
+    _good(logs / "real", rec, "_hidden_name.jsonl")
+    os.symlink(logs / "real" / "_hidden_name.jsonl", logs / "visible.jsonl")
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {"rg1", "rg2"} and not q
+
+
+def test_the_callers_progress_error_still_stops_and_undoes_the_run(rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _good(logs, rec)
+
+    def boom(n: int) -> None:
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        ingest(logs, tmp_path / "wh.duckdb", progress=boom)
