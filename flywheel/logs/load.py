@@ -28,7 +28,9 @@ from flywheel.logs.validate_sql import (
     arrow_kind,
     jsonl_sql,
     lean_sql,
+    parquet_reader,
     parquet_sql,
+    safe_names,
     sql_literal,
 )
 from flywheel.logs.warehouse import task_logs_dir
@@ -117,7 +119,8 @@ class Loader:
             self._file_error(src, f"not a readable Parquet file: {e}")
             return
         schema = pf.schema_arrow
-        if isinstance(src.fs, pafs.LocalFileSystem) and "line_no" not in schema.names:
+        if isinstance(src.fs, pafs.LocalFileSystem) and len(set(schema.names)) == len(schema.names) \
+                and "file_row_number" not in schema.names:
             self._parquet_local(src, pf.metadata.num_rows, schema)
             return
         passthrough = tuple(c for c in TEXT_COLS if c in JSON_FIELDS and c in schema.names
@@ -139,7 +142,9 @@ class Loader:
             t = pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK))  # zero-copy; lets DuckDB scan in parallel
             done += n
             self.report.lines_read += n
-            self._finish_batch(src, t, query(self.con, lean, _b=t), passthrough, done - n)
+            renamed = t.rename_columns([*(c.strip('"') for c in safe_names(schema)), "line_no"])  # zero-copy
+            keep = pa.table({c: t.column(schema.names.index(c)) for c in passthrough})
+            self._finish_batch(src, keep, query(self.con, lean, _b=renamed), passthrough, done - n)
             if self.progress:
                 self.progress(n)
 
@@ -151,9 +156,7 @@ class Loader:
         path = sql_literal(src.path)
         for a in range(0, rows, step):
             b = min(rows, a + step)
-            reader = (f"(SELECT * EXCLUDE (file_row_number), file_row_number + 1 AS line_no "
-                      f"FROM read_parquet({path}, file_row_number = true) "
-                      f"WHERE file_row_number >= {a} AND file_row_number < {b})")
+            reader = parquet_reader(schema, path, a, b)
             sql = lean_sql(parquet_sql(schema, self.opts, reader), ())
             try:
                 cand = query(self.con, sql)

@@ -186,12 +186,33 @@ def arrow_kind(t: pa.DataType) -> str:
     return "other"
 
 
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def safe_names(schema: pa.Schema) -> list[str]:
+    """The quoted positional name each column of `schema` is read under (see `parquet_sql`)."""
+    return [f'"_c{i}"' for i in range(len(schema.names))]
+
+
+def parquet_reader(schema: pa.Schema, path_sql: str, a: int, b: int) -> str:
+    """Rows [a, b) of a local Parquet file, its columns renamed by position, plus the 1-based `line_no`."""
+    cols = ", ".join(f"{_ident(n)} AS {c}" for n, c in zip(schema.names, safe_names(schema), strict=True))
+    return (f"(SELECT {cols}, file_row_number + 1 AS line_no "
+            f"FROM read_parquet({path_sql}, file_row_number = true) "
+            f"WHERE file_row_number >= {a} AND file_row_number < {b})")
+
+
 def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> str:
     """Validation SQL for one Parquet file, specialized to its column types. `source` is the
-    relation with the file's columns plus `line_no` (a registered Arrow batch, or a read_parquet)."""
+    relation with the file's columns renamed by position (`safe_names`: `_c0`, `_c1`, ...) plus
+    `line_no` (a registered Arrow batch, or a read_parquet): a file's column can then never shadow
+    an internal alias (`err`, `n_id`, `m_err`, `line_no`, ...); its original name is kept in `extra`."""
     cap, P = opts.max_field_bytes, "row"
     names = set(schema.names)
-    q = {n: '"' + n.replace('"', '""') + '"' for n in schema.names}
+    q: dict[str, str] = {}
+    for n, c in zip(schema.names, safe_names(schema), strict=True):
+        q.setdefault(n, c)  # a repeated name: the first column is the field
     checks: list[tuple[str, str, str | None, str]] = []
     val: dict[str, str] = {}
     pre: list[str] = []
@@ -249,7 +270,7 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
         note = " (Parquet content parts are not normalised: write them as JSON Lines, or join the text parts)"
         pre.append(f"TRY(CASE WHEN json_type({m}) = 'ARRAY' THEN {message_error_sql(m, note)} END) AS m_err")
         checks.append(_message_check(P))
-    unknown = [n for n in schema.names if n not in FIELDS and n not in ("extra", "line_no")]
+    unknown = [n for n in dict.fromkeys(schema.names) if n not in FIELDS and n != "extra"]
     extra_parts = []
     if "extra" in names and arrow_kind(schema.field("extra").type) == "string":
         extra_parts.append(f"CASE WHEN json_valid({q['extra']}) THEN {q['extra']} END")
@@ -265,7 +286,7 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
     else:
         val["extra"] = f"json_merge_patch(coalesce({extra_parts[0]}, '{{}}'), {extra_parts[1]})::VARCHAR"
     cols = ", ".join(f"{val[f]} AS n_{f}" for f in (*FIELDS, "extra"))
-    row = "struct_pack(" + ", ".join(f"{q[n]} := i.{q[n]}" for n in schema.names) + ")"
+    row = "struct_pack(" + ", ".join(f"{_ident(n)} := i.{q[n]}" for n in dict.fromkeys(schema.names)) + ")"
     return f"""
     SELECT line_no, err,
            CASE WHEN err IS NOT NULL THEN left(to_json({row})::VARCHAR, {opts.raw_preview_chars}) END AS raw,

@@ -135,3 +135,48 @@ def test_the_callers_progress_error_still_stops_and_undoes_the_run(rec, tmp_path
 
     with pytest.raises(KeyError):
         ingest(logs, tmp_path / "wh.duckdb", progress=boom)
+
+
+_ALIASES = ["err", "raw", "h", "line_no", "file_row_number", "n_id", "n_task_id", "n_messages", "n_timestamp",
+            "n_extra", "m_err", "jt_messages", "jt_outcome", "v", "t", "s", "ts", "ok", "top", "x_extra",
+            "j_id", "s_task_id", "t_messages", "_c0", "_c1", "_b", "i", "v0"]
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_parquet_columns_named_like_internal_aliases_never_shadow_fields(remote, rec, tmp_path):
+    """Local Parquet (read by DuckDB) and any other filesystem (pyarrow batches): file columns named
+    like the SQL's internal aliases end up in `extra` under their own names; id, task_id, messages
+    and validation are untouched (the bad row is still quarantined)."""
+    import uuid
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    from flywheel.logs.load import Loader
+    from flywheel.logs.options import IngestOptions, IngestReport
+    from flywheel.logs.sources import SourceFile
+    from flywheel.logs.warehouse import connect, ensure_tables
+
+    rows = [rec(f"p{i}") for i in range(3)] + [rec("bad", task_id=None)]
+    cols = {k: [json.dumps(r[k]) if k in ("messages", "outcome", "reference") else r.get(k) for r in rows]
+            for k in rows[0]}
+    evil = {a: [f"EVIL-{a}"] * len(rows) for a in _ALIASES}
+    pq.write_table(pa.table({**cols, **evil}), tmp_path / "p.parquet")
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()) if remote else pafs.LocalFileSystem()
+    path = "p.parquet" if remote else str(tmp_path / "p.parquet")
+    con = connect(tmp_path / "wh.duckdb")
+    ensure_tables(con)
+    r = IngestReport(run_id=uuid.uuid4().hex)
+    with ThreadPoolExecutor(2) as pool:
+        Loader(con, IngestOptions(), None, r, None, pool).load_parquet(SourceFile(fs, path, "p.parquet", "parquet"))
+    assert r.balanced and r.ingested == 3 and r.quarantined == 1, r
+    got = con.sql("SELECT id, task_id, messages, extra FROM task_logs ORDER BY id").fetchall()
+    assert [g[0] for g in got] == ["rp0", "rp1", "rp2"]
+    for i, (_, task_id, messages, extra) in enumerate(got):
+        assert task_id == f"tp{i}" and "EVIL" not in messages
+        assert json.loads(extra) == {a: f"EVIL-{a}" for a in _ALIASES}  # kept, under their own names
+    (kind, reason), = con.sql("SELECT kind, reason FROM quarantine").fetchall()
+    assert kind == "missing_field" and "task_id" in reason
+    con.close()
