@@ -5,6 +5,7 @@ redacted, and the rest written as Parquet part files with their keys in `task_lo
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -78,6 +79,9 @@ class Loader:
         read = len(batch) + len(bad)
         self.report.lines_read += read
         if len(batch):
+            batch, wrong = self._not_json_constants(src, batch, unit)
+            bad += wrong
+        if len(batch):
             batch, wrong = self._canonical(src, batch, unit)
             bad += wrong
         if bad:
@@ -87,6 +91,27 @@ class Loader:
         self._orig = {}
         if self.progress:
             self.progress(read)
+
+    def _not_json_constants(self, src: SourceFile, batch: pa.Table, unit: str) -> tuple[pa.Table, list[dict]]:
+        """`batch` without the lines holding a bare `NaN` / `Infinity` (DuckDB's parser takes them; JSON
+        does not), and their quarantine rows. An RE2 test picks the few lines that may hold one."""
+        mask = pc.match_substring_regex(batch["line"], r"NaN|Infinity")
+        if not pc.any(mask).as_py():
+            return batch, []
+        bad, drop = [], []
+        for n, line in zip(batch.filter(mask)["line_no"].to_pylist(), batch.filter(mask)["line"].to_pylist(),
+                           strict=True):
+            try:
+                json.loads(line, parse_constant=_refuse_constant)
+            except _JsonConstant as e:
+                drop.append(n)
+                bad.append(self._qrow(src, n, "invalid_json", None,
+                                      f"{unit} {n}: {e} is not valid JSON (write null, or the value as a string)", line))
+            except (ValueError, RecursionError):
+                pass  # other problems: the SQL checks name them
+        if not drop:
+            return batch, []
+        return batch.filter(pc.invert(pc.is_in(batch["line_no"], pa.array(drop, pa.int64())))), bad
 
     def _canonical(self, src: SourceFile, batch: pa.Table, unit: str) -> tuple[pa.Table, list[dict]]:
         """`batch` with the lines that need Python (`formats.needs_python`: other formats, content parts,
@@ -320,3 +345,11 @@ class Loader:
 
 _Q_SCHEMA = pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),
                        ("field", pa.string()), ("raw", pa.string()), ("kind", pa.string()), ("log_date", pa.date32())])
+
+
+class _JsonConstant(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> None:
+    raise _JsonConstant(name)

@@ -90,6 +90,20 @@ def _mib(n_sql: str) -> str:
     return f"printf('%.1f MiB', {n_sql} / 1048576.0)"
 
 
+RFC3339_RE = r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?)?([Zz]|[+-](0\d|1[0-4])(:?[0-5]\d)?)?"
+"""The timestamps accepted: RFC 3339 / ISO-8601 (`t`/`z` in either case, a `.` or `,` before the
+fraction, offsets within +-14:00, no offset = UTC), years 0001-9999. Not `epoch`, `infinity`, `+25:00`."""
+
+
+def timestamp_sql(text: str) -> str:
+    """`text` (SQL VARCHAR) as a TIMESTAMPTZ, or NULL when it is not an accepted timestamp (`RFC3339_RE`)."""
+    return (f"TRY_CAST(CASE WHEN regexp_full_match({text}, '{RFC3339_RE}') AND NOT starts_with({text}, '0000') "
+            f"THEN replace(upper({text}), ',', '.') END AS TIMESTAMPTZ)")
+
+
+_BIG_INT = "t_id = 'DOUBLE' AND regexp_full_match(s_id, '-?[0-9]+')"
+
+
 def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     """Validation SQL for JSONL lines (table `_b`: line_no, line): every field's JSON type and text read
     in one pass over the line, then the checks in order, the first that fails naming the reason.
@@ -108,9 +122,12 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
         ("NOT ok", "invalid_json", None, _msg(P, "'not valid JSON (truncated or malformed line)'")),
         ("top <> 'OBJECT'", "not_object", None,
          _msg(P, f"'expected one JSON object {per}, got ' || lower(top) || ' ' || left(line, 60)")),
+        ("len(json_keys(line)) <> len(list_distinct(json_keys(line)))", "duplicate_key", None,
+         _msg(P, "'a field appears twice in the object (keys: ' || left(array_to_string(json_keys(line), ', '), 80) || '); "
+                 "which one is meant is ambiguous'")),
     ]
-    # id: optional, string or integer
-    checks.append(("j_id IS NOT NULL AND t_id NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL')", "wrong_type", "id",
+    # id: optional, string or integer (an integer beyond 64 bits is kept as its text)
+    checks.append((f"j_id IS NOT NULL AND t_id NOT IN ('VARCHAR','BIGINT','UBIGINT','NULL') AND NOT ({_BIG_INT})", "wrong_type", "id",
                    _msg(P, "'field ''id'': expected string or integer, ' || " + got("id"))))
     for f in REQUIRED_FIELDS:
         j = f"j_{f}"
@@ -152,7 +169,7 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
                CASE WHEN top = 'OBJECT' THEN nullif(json_merge_patch(line, '{known}')::VARCHAR, '{{}}') END AS x_extra
         FROM b
     ), d AS (
-        SELECT *, TRY_CAST(s_timestamp AS TIMESTAMPTZ) AS ts,
+        SELECT *, {timestamp_sql('s_timestamp')} AS ts,
                CASE WHEN t_messages = 'ARRAY' THEN {message_error_sql("j_messages")} END AS m_err FROM c
     ), e AS (
         SELECT *, {_err_case(checks)} AS err FROM d
@@ -160,7 +177,8 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     SELECT line_no, err,
            CASE WHEN err IS NOT NULL THEN left(line, {opts.raw_preview_chars}) END AS raw,
            CASE WHEN t_id = 'VARCHAR' THEN nullif(s_id, '')
-                WHEN t_id IN ('BIGINT', 'UBIGINT') THEN j_id::VARCHAR END AS id,
+                WHEN t_id IN ('BIGINT', 'UBIGINT') THEN j_id::VARCHAR
+                WHEN {_BIG_INT} THEN s_id END AS id,
            ts AS timestamp, s_task_id AS task_id, s_domain AS domain, s_model AS model,
            j_messages::VARCHAR AS messages, j_outcome::VARCHAR AS outcome,
            CASE WHEN t_reference <> 'NULL' THEN j_reference::VARCHAR END AS reference,
@@ -229,9 +247,12 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
         bad_type = (f"{c} IS NOT NULL", "wrong_type", f)
         if f == "timestamp":
             if kind == "time":
-                val[f] = f"CAST({c} AS TIMESTAMPTZ)"
+                v = f"CAST({c} AS TIMESTAMPTZ)"
+                val[f] = f"CASE WHEN isfinite({v}) AND year({v}) BETWEEN 1 AND 9999 THEN {v} END"
+                checks.append((f"{c} IS NOT NULL AND {val[f]} IS NULL", "bad_timestamp", f,
+                               _msg(P, f"'field ''timestamp'': ' || {c}::VARCHAR || ' is outside years 1-9999'")))
             elif kind == "string":
-                val[f] = f"TRY_CAST({c} AS TIMESTAMPTZ)"
+                val[f] = timestamp_sql(c)
                 checks.append((f"{c} IS NOT NULL AND {val[f]} IS NULL", "bad_timestamp", f,
                                _msg(P, f"'field ''timestamp'': ''' || left({c}, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
             else:

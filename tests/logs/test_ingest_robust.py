@@ -180,3 +180,77 @@ def test_parquet_columns_named_like_internal_aliases_never_shadow_fields(remote,
     (kind, reason), = con.sql("SELECT kind, reason FROM quarantine").fetchall()
     assert kind == "missing_field" and "task_id" in reason
     con.close()
+
+
+@pytest.mark.parametrize("ts,ok", [
+    ("2026-12-01t10:00:00z", True), ("2026-12-01T10:00:00,5Z", True), ("2026-12-01T10:00:00.123456789+14:00", True),
+    ("2026-12-01T10:00:00", True), ("2026-12-01 10:00:00-05:30", True), ("0001-01-01T00:00:00Z", True),
+    ("epoch", False), ("2026-12-01T10:00:00+25:00", False), ("Infinity", False), ("infinity", False),
+    ("-infinity", False), ("0000-01-01T00:00:00Z", False), ("10000-01-01T00:00:00Z", False),
+    ("2026-13-01T00:00:00Z", False), ("allballs", False), ("now", False),
+])
+def test_timestamps_rfc3339_accepted_others_refused_per_line(ts, ok, rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text(json.dumps(rec("x", timestamp=ts)) + "\n" + json.dumps(rec("same")) + "\n")
+    r, q, ids = _run(logs, tmp_path)
+    assert "rsame" in ids  # the good line of the same file
+    assert ("rx" in ids) == ok
+    if not ok:
+        assert [k for _, k, _ in q] == ["bad_timestamp"]
+
+
+@pytest.mark.parametrize("when", ["0001-01-01", "9999-12-31"])
+def test_parquet_timestamp_columns_at_the_edges(when, rec, tmp_path):
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    r0 = rec("e")
+    t = pa.table({"id": ["e"], "timestamp": pa.array([dt.datetime.fromisoformat(when)], pa.timestamp("us")),
+                  "task_id": ["t"], "domain": ["math"], "model": ["m"],
+                  "messages": [json.dumps(r0["messages"])], "outcome": ["{}"]})
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    pq.write_table(t, logs / "e.parquet")
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {"e"} and not q
+
+
+@pytest.mark.parametrize("text", ['{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}', '[1, NaN]'])
+def test_nan_and_infinity_are_not_json(text, rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    line = json.dumps(rec("n", outcome={"x": "PLACEHOLDER"})).replace('"PLACEHOLDER"', text)
+    ok = json.dumps(rec("ok", outcome={"note": "NaN and Infinity as text are fine"}))
+    (logs / "a.jsonl").write_text(line + "\n" + ok + "\n")
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {"rok"}
+    assert [k for _, k, _ in q] == ["invalid_json"] and "not valid JSON" in q[0][2]
+
+
+@pytest.mark.parametrize("line", [
+    '{"id": "d1", "task_id": "a", "task_id": "b"}',
+    '{"id": "d1", "id": "d2"}',
+    '{"id": "d1", "messages": [], "messages": [{"role": "user", "content": "x"}]}',
+])
+def test_duplicate_keys_are_quarantined(line, rec, tmp_path):
+    base = {k: v for k, v in rec("z").items() if k not in json.loads(line)}
+    text = line[:-1] + ", " + json.dumps(base)[1:]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text(text + "\n" + json.dumps(rec("ok")) + "\n")
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {"rok"} and [k for _, k, _ in q] == ["duplicate_key"]
+
+
+@pytest.mark.parametrize("n", [2**63, 2**64, 2**64 + 1, 10**30, -(2**63) - 1, -(10**40)])
+def test_integer_ids_beyond_64_bits_are_kept_as_their_text(n, rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text(json.dumps(rec("x", id=n)) + "\n" + json.dumps(rec("ok")) + "\n")
+    r, q, ids = _run(logs, tmp_path)
+    assert ids == {str(n), "rok"} and not q
+    r2, _, _ = _run(logs, tmp_path)  # re-ingest: the same key
+    assert r2.duplicates == 2 and r2.ingested == 0
