@@ -24,7 +24,11 @@ The contract, every call:
   (file, line, kind), so re-ingesting the same files adds nothing anywhere.
 - Blank lines are not records: they are skipped and not counted.
 
-Where the parts live: `sources` (what to read), `jsonl` (JSONL chunks and lines, JSON arrays),
+- A bad file never stops the run either: any error reading it is one `unreadable_file` entry
+  (counted as one record read) and the rows already stored from it stay; links that leave the
+  ingested folder are refused and each real file is read once (`guard`).
+
+Where the parts live: `sources` (what to read), `guard` (which of it may be read), `jsonl` (JSONL chunks and lines, JSON arrays),
 `formats` and `messages` (other formats and the canonical messages, in Python), `validate_sql`
 (the checks, as DuckDB SQL), `arrow_ops` (prefilter and redaction of a batch), `writer` (the
 Parquet part files), `load` (one run: batches, duplicates, quarantine), `warehouse` (the tables).
