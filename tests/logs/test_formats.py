@@ -38,7 +38,7 @@ def _rows(wh) -> dict[str, dict]:
 
 
 def _quarantine(wh) -> dict[int, tuple[str, str, str]]:
-    return {n: (k, f, r) for n, k, f, r in wh.execute("SELECT source_line, kind, field, reason FROM quarantine").fetchall()}
+    return {n: (k, f, r) for n, k, f, r in wh.execute("SELECT source_line, kind, field, reason FROM quarantine ORDER BY source_line").fetchall()}
 
 
 def _balanced(r) -> None:
