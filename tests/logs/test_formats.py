@@ -20,13 +20,6 @@ from flywheel.logs.warehouse import connect
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.fixture
-def wh(tmp_path):
-    con = connect(tmp_path / "wh" / "warehouse.duckdb")
-    yield con
-    con.close()
-
-
 def _rows(wh) -> dict[str, dict]:
     out = {}
     for i, ts, task, dom, model, msgs, outcome, extra in wh.execute(

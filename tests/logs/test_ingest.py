@@ -40,13 +40,6 @@ def bad_lines(rec) -> list[tuple]:
 OPTS = IngestOptions(max_field_bytes=4096)
 
 
-@pytest.fixture
-def wh(tmp_path):
-    con = connect(tmp_path / "wh" / "warehouse.duckdb")
-    yield con
-    con.close()
-
-
 def _mixed_file(tmp_path, rec, write_jsonl, bad_lines):
     good = [rec(i) for i in range(5)]
     lines = [good[0], good[1], *[b for b, *_ in bad_lines], good[2], "", "   ", good[3], good[1], good[4]]

@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from flywheel.logs import redact as R
 from flywheel.logs.ingest import ingest
 from flywheel.logs.options import IngestOptions
-from flywheel.logs.warehouse import connect
 
 # distinctive parts that must not survive anywhere, however decoded
 LEAKS = ["jane.doe@example.com", "jane@example.com", "josé@exämple.com", "AbCdEfGhIjKlMnOpQrStUvWx",
@@ -72,13 +70,6 @@ def _records() -> list[dict]:
          "messages": [{"role": "user", "content": "A shop sells pencils at 35 cents each. How many cents do 12 cost? On 2026-12-01, v1.2.3, sha 3f2a9c1b."},
                       {"role": "assistant", "content": "12 * 35 = 420. The answer is 420."}]},
     ]
-
-
-@pytest.fixture
-def wh(tmp_path):
-    con = connect(tmp_path / "wh" / "warehouse.duckdb")
-    yield con
-    con.close()
 
 
 def _rows(con) -> dict[str, tuple]:

@@ -15,12 +15,6 @@ from flywheel.verifiers.common import TaskError
 from flywheel.verifiers.registry import VerifierRegistry
 from flywheel.verifiers.verdict import VerifierInfraError
 
-
-@pytest.fixture(scope="module")
-def cv(sandbox_pool):
-    return CodeVerifier(sandbox=sandbox_pool, timeout_s=2.0)
-
-
 TASK = {
     "prompt": "def add_k(x):\n    \"\"\"Return x plus 3.\"\"\"\n",
     "entry_point": "add_k",

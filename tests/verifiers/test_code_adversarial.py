@@ -9,14 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from flywheel.verifiers.code import CodeVerifier
-
-
-@pytest.fixture(scope="module")
-def cv(sandbox_pool):
-    return CodeVerifier(sandbox=sandbox_pool, timeout_s=2.0)
-
-
 TASK = {
     "prompt": "def add_k(x):\n    \"\"\"Return x plus 3.\"\"\"\n",
     "entry_point": "add_k",
