@@ -59,11 +59,16 @@ def record_difficulty(
     return len(rows)
 
 
+def _has_history(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the warehouse has a `difficulty_history` table yet (a fresh one has none)."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'difficulty_history'")
+                .fetchone()[0])
+
+
 def history_pass_rates(con: duckdb.DuckDBPyConnection, task_ids: Iterable[str]) -> dict[str, float]:
     """task_id -> Laplace-smoothed pass rate over every model's history rows, for the tasks that have any."""
     ids = sorted(set(task_ids))
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if not ids or "difficulty_history" not in tables:
+    if not ids or not _has_history(con):
         return {}
     rows = con.execute("""
         SELECT task_id, (sum(passes) + 1.0) / (sum(attempts) + 2.0) FROM difficulty_history
@@ -75,8 +80,7 @@ def history_pass_rates(con: duckdb.DuckDBPyConnection, task_ids: Iterable[str]) 
 def training_attempts(con: duckdb.DuckDBPyConnection, before: dt.date | str | None = None) -> dict[str, int]:
     """task_id -> attempts training runs (any release) wrote back for days before `before` (None: every
     day): what replay rotates past. A re-run of a day ignores that day's own rows, so it picks the same tasks."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if "difficulty_history" not in tables:
+    if not _has_history(con):
         return {}
     day = dt.date.fromisoformat(before) if isinstance(before, str) else before
     rows = con.execute(f"""SELECT task_id, sum(attempts) FROM difficulty_history
