@@ -23,6 +23,9 @@ from flywheel.verifiers.batch import score_batch
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 ScoreFn = Callable[[str, dict, str], Verdict]
+# (policy module, tokenizer, device, shared) -> a generator with PolicyGenerator's methods:
+# `engine.pad_id`, `version`, `sync(module, version)`, `generate(tasks, n, sampling, max_tool_steps)`
+GeneratorFactory = Callable[..., Any]
 
 
 class BatchScorer:

@@ -38,7 +38,7 @@ from flywheel.train.dev import DevTracker, dev_split
 from flywheel.train.horizon import BudgetClock, HorizonPlanner
 from flywheel.train.manifest import build_manifest
 from flywheel.train.pipeline import RolloutPipeline
-from flywheel.train.rollouts import PolicyGenerator, ScoreFn, default_score_fn
+from flywheel.train.rollouts import GeneratorFactory, PolicyGenerator, ScoreFn, default_score_fn
 from flywheel.train.scheduler import TaskScheduler
 from flywheel.train.step import batch_metrics, make_producer, update_policy
 from flywheel.train.telemetry import Telemetry, gpu_metrics, plot_reward_curve
@@ -148,7 +148,7 @@ class _Run:
     backend: UpdateBackend
     ref_model: torch.nn.Module | None
     scheduler: TaskScheduler
-    generator: PolicyGenerator
+    generator: Any  # PolicyGenerator or what `generator_factory` built (same methods)
     pipeline: RolloutPipeline
     tele: Telemetry
     manifest: dict[str, Any]
@@ -175,6 +175,7 @@ def train_rlvr(
     resume: bool = False,
     stop_after: int | None = None,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    generator_factory: GeneratorFactory | None = None,
 ) -> TrainResult:
     """Train `inputs.base_model` with GRPO on `inputs.tasks`; save the policy (HF folder).
 
@@ -183,9 +184,11 @@ def train_rlvr(
     `finished` is False). `config.time_budget_s` ends training early once the run has taken
     that long; the policy is still saved (a budgeted run, `finished` True). `score_fn`
     defaults to the verifiers; `telemetry` to an MLflow run at `inputs.paths.mlflow_uri`.
-    Non-finite rewards raise `VerifierInfraError`.
+    Non-finite rewards raise `VerifierInfraError`. `generator_factory(module, tokenizer, device, shared)`
+    builds the training rollouts' generator (default `PolicyGenerator`: the torch engine in process; a
+    Ray rollout fleet or a vLLM engine plug in here); one with a `close()` is closed with the run.
     """
-    run = _start(config, inputs, score_fn or default_score_fn(), telemetry, resume)
+    run = _start(config, inputs, score_fn or default_score_fn(), telemetry, resume, generator_factory)
     end = config.steps if stop_after is None else min(config.steps, run.start_step + stop_after)
     status, reason = "FAILED", "failed"
     try:
@@ -193,6 +196,8 @@ def train_rlvr(
         status = "KILLED" if reason == "stop_after" else "FINISHED"
     finally:
         run.pipeline.close()
+        if callable(getattr(run.generator, "close", None)):
+            run.generator.close()
         if status == "FAILED":
             run.tele.finish("FAILED")
             torch.set_num_threads(run.threads_before)
@@ -200,7 +205,7 @@ def train_rlvr(
 
 
 def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Telemetry | None,
-           resume: bool) -> _Run:
+           resume: bool, generator_factory: GeneratorFactory | None = None) -> _Run:
     """Load the policy, build backend, scheduler, generator and pipeline; restore a checkpoint; open MLflow."""
     t_start, cpu_start, clock = time.perf_counter(), time.process_time(), BudgetClock(cfg.budget_clock)
     paths = inputs.paths.ensure()
@@ -220,7 +225,8 @@ def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Tel
         momentum=cfg.pass_rate_momentum, adaptive_prior=cfg.adaptive_prior, max_samples=cfg.max_samples_per_task,
         group_size=cfg.group_size, replay_share=cfg.replay_share,
     )
-    generator = PolicyGenerator(backend.module, tokenizer, device, shared=not cfg.off_policy_pipeline)
+    generator = (generator_factory or PolicyGenerator)(backend.module, tokenizer, device,
+                                                       shared=not cfg.off_policy_pipeline)
     pipeline = RolloutPipeline(
         make_producer(cfg, scheduler, generator, score_fn),
         lambda version: generator.sync(backend.module, version),
