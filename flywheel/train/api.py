@@ -53,6 +53,8 @@ def train_policy(
     data_partitions: Mapping[str, Any] | None = None,
     log_date: dt.date | str | None = None,
     rft: RftConfig | None = None,
+    score_fn: Any = None,
+    generator_factory: Any = None,
 ) -> TrainResult:
     """Train the policy of base model `release`, save it to `policy_dir(paths, release)`, and upsert each
     task's attempts and passes into `difficulty_history` (model `training_model_name(release)`, day
@@ -60,7 +62,8 @@ def train_policy(
 
     `tasks` None: the mined pool mixed with replay, and its dev split (`build_task_set`). `config.stage`
     chains the stages: `rft` (its own MLflow run; `rft` config, default `RftConfig()` seeded with
-    `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one)."""
+    `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one). `score_fn` and
+    `generator_factory` go to `train_rlvr` (a Ray verifier/rollout fleet, a vLLM engine; default in process)."""
     source, dev = "given", None
     if tasks is None:
         data = build_task_set(paths.warehouse, config, log_date=log_date)
@@ -82,7 +85,9 @@ def train_policy(
         start = out
     inputs = RunInputs(start, tasks, paths, name=f"rlvr-{release}", output_dir=policy_dir(paths, release),
                        pass_rates=pass_rates, data_partitions=parts, dev_tasks=dev)
-    return write_back(train_rlvr(config, inputs, telemetry=telemetry, resume=resume), paths, release, log_date)
+    result = train_rlvr(config, inputs, telemetry=telemetry, resume=resume, score_fn=score_fn,
+                        generator_factory=generator_factory)
+    return write_back(result, paths, release, log_date)
 
 
 def write_back(result: TrainResult, paths: FlywheelPaths, release: str,
