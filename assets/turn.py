@@ -10,6 +10,7 @@ UI's asset lineage.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from datetime import date as Date
@@ -91,12 +92,58 @@ def _config_fields(defs: dg.Definitions) -> dict[str, tuple[dg.JobDefinition, di
     return out
 
 
+def _job_resources(job: dg.JobDefinition) -> set[str]:
+    """The resource keys in `job`'s run-config schema (those its assets require)."""
+    field = job.run_config_schema.config_type.fields.get("resources")  # type: ignore[union-attr]
+    return set(getattr(field.config_type, "fields", {}) or {}) if field is not None else set()
+
+
+def _resource_value(value: Any) -> Any:
+    """A configured resource field as run config (an `EnvVar` stays a reference to its variable)."""
+    return {"env": value.env_var_name} if isinstance(value, dg.EnvVar) else value
+
+
+def resource_config(job: dg.JobDefinition, overrides: dict[str, dict[str, Any]],
+                    defs: dg.Definitions) -> dict[str, Any]:
+    """Run config for the resources `--set RESOURCE.FIELD=VALUE` overrides that `job` uses: the resource's
+    configured fields with the overrides on top (Dagster replaces a resource's whole config, so the rest is kept)."""
+    out: dict[str, Any] = {}
+    for key in _job_resources(job) & set(overrides) & set(defs.resources):
+        res = defs.resources[key]
+        kept = {k: _resource_value(v) for k, v in res._get_non_default_public_field_values().items()}
+        out[key] = {"config": {**kept, **overrides[key]}}
+    return out
+
+
+def _check_resource_override(key: str, values: dict[str, Any], defs: dg.Definitions) -> None:
+    res = defs.resources[key]
+    fields = sorted(getattr(type(res), "model_fields", {}))
+    for name in values:
+        if name not in fields:
+            raise TurnConfigError(f"--set {key}.{name}: resource {key!r} has no field {name!r}; its fields: "
+                                  + ", ".join(fields))
+    jobs = [defs.resolve_job_def(j) for j in TURN_JOBS if key in _job_resources(defs.resolve_job_def(j))]
+    if not jobs:
+        raise TurnConfigError(f"--set {key}.…: no asset of a turn uses resource {key!r}")
+    for name, value in values.items():
+        try:
+            dg.validate_run_config(jobs[0], {"resources": resource_config(jobs[0], {key: {name: value}}, defs)})
+        except dg.DagsterInvalidConfigError as e:
+            expected = re.search(r'expected type "([^"]+)"', str(e))
+            why = f"expected {_type_name(expected.group(1))}" if expected else str(e).splitlines()[-1].strip()
+            raise TurnConfigError(f"--set {key}.{name}: {why}, got {value!r}") from None
+
+
 def check_overrides(overrides: dict[str, dict[str, Any]], defs: dg.Definitions) -> None:
     """Every `asset -> {field: value}` override against the turn's jobs' run-config schemas (the assets' Config
-    classes), with one-line errors naming what is valid; raises TurnConfigError before anything is written."""
+    classes), and every `resource -> {field: value}` against the resource's fields, with one-line errors naming
+    what is valid; raises TurnConfigError before anything is written."""
     schemas = _config_fields(defs)
     configurable = [a for a, (_, fields) in schemas.items() if fields]
     for asset, values in overrides.items():
+        if asset not in schemas and asset in defs.resources:
+            _check_resource_override(asset, values, defs)
+            continue
         if asset not in schemas or not schemas[asset][1]:
             raise TurnConfigError(f"--set {asset}.…: no asset {asset!r} with config in a turn; "
                                   f"assets with config: {', '.join(configurable)}")
@@ -190,8 +237,9 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> 
     return {}
 
 
-def _run_config(log_level: str, ops: dict[str, Any]) -> dict[str, Any]:
-    return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops}
+def _run_config(log_level: str, ops: dict[str, Any], resources: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops,
+            **({"resources": resources} if resources else {})}
 
 
 def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
@@ -210,17 +258,20 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
     progress(f"[turn] data side: production_traffic[{day}] ({cfg.records} requests) -> raw_task_logs -> "
              "task_logs -> failure_cases -> task_pool -> verifiers")
     traffic = {"production_traffic": {"records": cfg.records, "seed": cfg.seed}}
-    data = defs.resolve_job_def("daily_logs_job").execute_in_process(
+    daily_job, model_job = defs.resolve_job_def("daily_logs_job"), defs.resolve_job_def("base_model_job")
+    data = daily_job.execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,
-        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, {**TURN_SIZES, **traffic})))
+        run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, {**TURN_SIZES, **traffic}),
+                               resource_config(daily_job, cfg.overrides, defs)))
     served = _materialization_metadata(data, "production_traffic")
     if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
         instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
     progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")
-    model = defs.resolve_job_def("base_model_job").execute_in_process(
+    model = model_job.execute_in_process(
         partition_key=cfg.base_model, instance=instance, tags={**tags, "flywheel/log_partition": day},
         raise_on_error=True, run_config=_run_config(log_level, _ops(
-            cfg, BASE_MODEL_ASSETS, {"rlvr_policy": {"time_budget_s": cfg.train_budget_s, "budget_clock": "cpu"}})))
+            cfg, BASE_MODEL_ASSETS, {"rlvr_policy": {"time_budget_s": cfg.train_budget_s, "budget_clock": "cpu"}}),
+            resource_config(model_job, cfg.overrides, defs)))
     ev = load_candidate_eval(eval_dir(paths, cfg.base_model))
     deployed = _materialization_metadata(model, "deployed_model")
     return {
