@@ -1,0 +1,75 @@
+"""The verifier fleet on local Ray: the same verdicts as the in-process pool, and no loss when an actor dies."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from flywheel.fleet.config import FleetConfig
+from flywheel.tasks.suites import train_suite
+from flywheel.verifiers.batch import score_batch
+from flywheel.verifiers.registry import VerifierRegistry
+
+
+def _mixed() -> list[tuple[str, object, str]]:
+    """Right and wrong answers in every domain, a crashing program, and a task that cannot be judged."""
+    items: list[tuple[str, object, str]] = []
+    for d in ("math", "code", "agent"):
+        for i, t in enumerate(train_suite(d, 4)):
+            items.append((d, t.verifier_task(), t.solution))
+            wrong = {"math": "Answer: -12345", "code": "```python\nraise SystemExit(3)\n```", "agent": "nothing"}[d]
+            items.append((d, t.verifier_task(), wrong if i % 2 else t.solution + "\n"))
+    items.append(("code", "not a task", "x"))
+    return items
+
+
+def _same(a, b) -> bool:
+    return (a.reward, a.passed, a.reason) == (b.reward, b.passed, b.reason)
+
+
+@pytest.fixture(scope="module")
+def fleet(ray_session):
+    from flywheel.fleet.verifier_fleet import FleetScorer
+
+    scorer = FleetScorer(FleetConfig(verifier_actors=2, sandbox_workers=2, batch_size=4, max_in_flight=1))
+    yield scorer
+    scorer.close()
+
+
+def test_fleet_verdicts_equal_local_pool_verdicts(fleet, sandbox_pool):
+    items = _mixed()
+    local = score_batch(items, concurrency=2, registry=VerifierRegistry(sandbox=sandbox_pool, workers=2))
+    got = fleet.many_with_keys(items)
+    assert len(got) == len(items)
+    assert all(_same(v, w) for (_, v), w in zip(got, local, strict=True)), [
+        (v.reason, w.reason) for (_, v), w in zip(got, local, strict=True) if not _same(v, w)]
+    assert {v.passed for _, v in got} == {True, False}  # the batch really mixes outcomes
+    assert got[-1][0] is None and got[-1][1].details["error"] == "task"
+    assert all(k is not None and k[2] for k, _ in got[:-1])  # (task id, response hash, verifier, version)
+    stats = fleet.stats()
+    assert 0 < stats["fleet/verifier_busy.0"] <= 1 and 0 < stats["fleet/verifier_busy.1"] <= 1
+    assert 0 <= stats["idle/verifier_fleet"] < 1
+
+
+def test_killing_an_actor_mid_batch_loses_nothing(fleet, ray_session):
+    tasks = train_suite("code", 8)
+    # distinct responses (no memo hits), each a correct solution that takes a little while in the sandbox
+    items = [("code", t.verifier_task(), t.solution + f"\nimport time\ntime.sleep(0.05)  # {k}\n")
+             for k in range(6) for t in tasks]
+    before = fleet.slots.restarts
+    victim = fleet.slots.handles[0]
+    out: dict = {}
+    worker = threading.Thread(target=lambda: out.update(v=fleet.many(items)))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while fleet.slots.busy_s(0) <= 0 and time.monotonic() < deadline:  # slot 0 answered once: work is flowing
+        time.sleep(0.01)
+    ray_session.kill(victim, no_restart=True)
+    worker.join(timeout=120)
+    verdicts = out["v"]
+    assert fleet.slots.restarts == before + 1  # the death was seen mid-batch and the actor replaced
+    assert fleet.slots.handles[0] is not victim
+    assert len(verdicts) == len(items)
+    assert all(v.passed and v.reward == 1.0 for v in verdicts), [v.reason for v in verdicts if not v.passed]
