@@ -8,10 +8,11 @@ names no offered tool, its arguments are not an object, or they break the tool's
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
-from flywheel.tasks.toolcalls import ToolCall
+from flywheel.tasks.toolcalls import ToolCall, calls_from_messages, parse_calls
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
@@ -106,3 +107,24 @@ def process_error(tools: list[dict[str, Any]], calls: Iterable[ToolCall]) -> str
         if err:
             return f"call {i}: {err}"
     return None
+
+
+def response_calls(response: Any) -> list[ToolCall] | str:
+    """The tool calls of a response: `<tool_call>` blocks in text, or OpenAI messages (`tool_calls` fields
+    and inline blocks; also as a JSON string). A reason string when the response has no usable shape."""
+    if isinstance(response, str):
+        s = response.strip()
+        if s.startswith("[") and '"role"' in s[:200]:
+            try:
+                msgs = json.loads(s)
+            except json.JSONDecodeError:
+                msgs = None
+            if isinstance(msgs, list):
+                return response_calls(msgs)
+        return parse_calls(response)
+    if isinstance(response, list) and all(isinstance(m, dict) for m in response):
+        try:
+            return calls_from_messages(response)
+        except (AttributeError, TypeError) as e:
+            return f"malformed messages: {e}"
+    return f"response must be text or a list of messages, got {type(response).__name__}"

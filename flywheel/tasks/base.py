@@ -25,7 +25,8 @@ class Task:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def verifier_task(self) -> dict[str, Any]:
-        """The design's task dict handed to verifiers (`flywheel verify` lines use it)."""
+        """The design's task dict handed to verifiers (`flywheel verify` lines use it); for a domain of an
+        installed environment, `{"task_id", "prompt", **reference}`."""
         if self.domain == "math":
             return {"task_id": self.task_id, "prompt": self.prompt, "answer": self.reference["answer"]}
         if self.domain == "code":
@@ -43,7 +44,8 @@ class Task:
                 "initial_state": self.reference["initial_state"],
                 "goal": self.reference["goal"],
             }
-        raise ValueError(f"unknown domain {self.domain!r}")
+        # an environment's domain: the reference is the task (`flywheel.environments.base.task_from_dict` inverts it)
+        return {**self.reference, "task_id": self.task_id, "prompt": self.prompt}
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,7 +1,9 @@
 """Which verifier judges which domain, and the shared instances the trainer and evaluation use.
 
 `VerifierRegistry` holds one verifier per domain; the code verifier shares one warm `SandboxPool`
-(created on first use, `workers` wide). `default_registry()` is the process-wide one.
+(created on first use, `workers` wide). Every other domain is judged by the installed environment
+serving it (`flywheel.environments`), through `EnvironmentVerifier`, whose version is the
+environment's: the verdict cache keys on it. `default_registry()` is the process-wide one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from flywheel.verifiers.common import TaskError
 from flywheel.verifiers.verdict import Verdict
 
 DOMAINS = ("math", "code", "agent")
+"""The built-in domains, whose verifiers this registry builds itself (sandbox, time limits)."""
 
 
 class Verifier(Protocol):
@@ -29,8 +32,9 @@ class VerifierRegistry:
     """Verifiers by domain. `sandbox`: what code runs in (default: a warm local `SandboxPool`)."""
 
     def __init__(self, sandbox: Any = None, workers: int | None = None, code_timeout_s: float = 6.0,
-                 math_timeout_s: float = 5.0) -> None:
+                 math_timeout_s: float = 5.0, environments: Any = None) -> None:
         self._sandbox = sandbox
+        self._environments = environments
         self.workers = workers or max(2, os.cpu_count() or 2)
         self.code_timeout_s = code_timeout_s
         self.math_timeout_s = math_timeout_s
@@ -47,14 +51,27 @@ class VerifierRegistry:
                 self._own_pool = self._sandbox = get_pool(workers=self.workers)
             return self._sandbox
 
+    def environments(self) -> Any:
+        """The environment registry other domains come from (default: the installed environments)."""
+        if self._environments is None:
+            from flywheel.environments.registry import default_environments
+
+            self._environments = default_environments()
+        return self._environments
+
     def get(self, domain: str) -> Verifier:
-        if domain not in DOMAINS:
-            raise TaskError(f"unknown domain {domain!r}; known: {list(DOMAINS)}")
         v = self._verifiers.get(domain)
         if v is not None:
             return v
         # each domain's verifier (math-verify, the sandbox, the tool env) loads when first asked for
-        if domain == "math":
+        if domain not in DOMAINS:
+            from flywheel.environments.registry import UnknownDomainError
+
+            try:
+                v = EnvironmentVerifier(self.environments().for_domain(domain), domain)
+            except UnknownDomainError as e:
+                raise TaskError(str(e)) from None
+        elif domain == "math":
             from flywheel.verifiers.math import MathVerifier
 
             v = MathVerifier(timeout_s=self.math_timeout_s)
@@ -77,6 +94,29 @@ class VerifierRegistry:
         if self._own_pool is not None:
             self._own_pool.close()
             self._own_pool = self._sandbox = None
+
+
+class EnvironmentVerifier:
+    """An environment's `verify` as a `Verifier` of one domain: named by the domain, versioned by the
+    environment (so bumping an environment's version makes its cached verdicts misses)."""
+
+    def __init__(self, env: Any, domain: str) -> None:
+        self.env = env
+        self.name = domain
+
+    @property
+    def version(self) -> str:
+        return str(self.env.version)
+
+    def verify(self, task: dict[str, Any], response: Any) -> Verdict:
+        from flywheel.environments.base import task_from_dict
+
+        if not isinstance(task, dict):
+            raise TaskError(f"task must be a JSON object, got {type(task).__name__}")
+        try:
+            return self.env.verify(task_from_dict(self.name, task), response)
+        except KeyError as e:  # the task lacks a field its environment needs: not the model's fault
+            raise TaskError(f"{self.name}: task is missing field {e}") from None
 
 
 class _LazySandbox:

@@ -1,0 +1,65 @@
+"""math, code and agent as environments: same tasks as the suites, their own validation, tools as schemas."""
+
+from __future__ import annotations
+
+import pytest
+
+from flywheel.environments.base import Environment, validate
+from flywheel.environments.builtin import AgentEnvironment, CodeEnvironment, MathEnvironment
+from flywheel.environments.toolschema import tool_name
+from flywheel.tasks.suites import HELDOUT_SEED, heldout_suite, train_suite
+from flywheel.tasks.toolcalls import ToolCall
+from flywheel.verifiers.registry import VerifierRegistry
+
+
+@pytest.fixture(scope="module")
+def reg():
+    """Verifiers for math and agent (no sandbox starts unless code is judged)."""
+    return VerifierRegistry()
+
+
+@pytest.mark.parametrize("cls", [MathEnvironment, AgentEnvironment])
+def test_tasks_match_the_suites_and_validation_holds(cls, reg) -> None:
+    env = cls(verifiers=reg)
+    assert isinstance(env, Environment) and env.domains() == [env.name]
+    d = env.name
+    assert [t.task_id for t in env.tasks(d, "heldout", 20, HELDOUT_SEED)] == [t.task_id for t in heldout_suite(d, 20)]
+    assert [t.task_id for t in env.tasks(d, "train", 20, 1_000)] == [t.task_id for t in train_suite(d, 20)]
+    assert env.version == reg.version(d)
+    for level in env.levels(d):
+        tasks = env.tasks(d, "train", 2, 5, level=level)
+        assert all(t.meta.get("level", t.meta.get("changes")) == level for t in tasks)
+        for t in tasks:
+            r = validate(env, t)
+            assert r.ok, r.failures
+    with pytest.raises(ValueError, match="level must be one of"):
+        env.tasks(d, "train", 1, 0, level=9)
+    with pytest.raises(ValueError, match="split must be"):
+        env.tasks(d, "test", 1, 0)
+
+
+def test_code_environment_validates_in_the_sandbox(sandbox_pool) -> None:
+    env = CodeEnvironment(verifiers=VerifierRegistry(sandbox=sandbox_pool, code_timeout_s=2.0))
+    task = env.tasks("code", "train", 1, seed=3)[0]
+    cases = [c for c in env.validation(task) if not c.slow]
+    assert {c.kind for c in cases} == {"gold", "wrong", "hack"}
+    for c in cases:
+        v = env.verify(task, c.response)
+        assert v.passed == c.expect_pass and v.reward == (1.0 if c.expect_pass else 0.0), (c.name, v.reason)
+
+
+def test_agent_tools_are_openai_schemas_and_step_applies_calls(reg) -> None:
+    env = AgentEnvironment(verifiers=reg)
+    task = env.tasks("agent", "train", 1, seed=4)[0]
+    tools = env.tools(task)
+    assert {tool_name(t) for t in tools} == {"add", "remove", "check", "finish"}
+    assert all(t["type"] == "function" and t["function"]["parameters"]["type"] == "object" for t in tools)
+    state = env.reset(task)
+    bad = env.step(state, ToolCall("add", {"item": "apple", "qty": "2"}))
+    assert bad.error and not bad.done
+    item = next(iter(task.reference["initial_state"]))
+    ok = env.step(state, ToolCall("check", {"item": item}))
+    assert ok.error is None and ok.content == f"{item}={task.reference['initial_state'][item]}"
+    assert env.step(state, ToolCall("finish", {})).done
+    assert env.reset(task).state == task.reference["initial_state"]  # every rollout starts afresh
+    assert env.tools(task) and MathEnvironment(verifiers=reg).tools(task) == []
