@@ -48,8 +48,13 @@ class EvalConfig:
         if self.n_samples < 1:
             raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
         unknown = set(self.tasks_per_domain) - set(DOMAINS)
+        if unknown:  # beyond math/code/agent: a domain of an installed environment
+            from flywheel.environments.registry import default_environments
+
+            unknown -= set(default_environments().domains())
         if unknown:
-            raise ValueError(f"unknown domains {sorted(unknown)}; known: {DOMAINS}")
+            raise ValueError(f"unknown domains {sorted(unknown)}; known: {DOMAINS} and the domains of "
+                             f"`flywheel envs list`")
         object.__setattr__(self, "tasks_per_domain", MappingProxyType(dict(self.tasks_per_domain)))
 
     def seeded_from(self, subject: str, inputs: Sequence[str]) -> EvalConfig:
@@ -63,7 +68,9 @@ class EvalConfig:
 
     @property
     def domains(self) -> tuple[str, ...]:
-        return tuple(d for d in DOMAINS if self.tasks_per_domain.get(d, 0) > 0)
+        """The evaluated domains: the built-in ones first, then environments' domains in config order."""
+        rest = [d for d in self.tasks_per_domain if d not in DOMAINS]
+        return tuple(d for d in (*DOMAINS, *rest) if self.tasks_per_domain.get(d, 0) > 0)
 
     def cost_usd(self, prompt_tokens: float, completion_tokens: float) -> float:
         return (prompt_tokens * self.price_per_1k_prompt_tokens + completion_tokens * self.price_per_1k_completion_tokens) / 1000
