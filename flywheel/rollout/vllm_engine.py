@@ -168,6 +168,7 @@ class VllmEngine:
                  tools: Sequence[ToolFactory | None] | None = None, max_steps: int = 1) -> list[Rollout]:
         """Same contract as `TorchEngine.generate` (prompt-major, tools through the multi-step loop)."""
         sampling = sampling or SamplingParams()
+        self._calls = itertools.count()  # seeds depend on (seed, round, sample): the same call repeats exactly
         tl = list(tools) if tools is not None else [None] * len(prompts)
         return multistep_generate(self, prompts, n_samples, sampling, tl, max(1, max_steps))
 

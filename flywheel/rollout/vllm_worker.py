@@ -5,7 +5,7 @@ arguments arrive as lists, and on CPU vLLM repacks linear weights into kernel la
 checkpoint-shaped parameters are emptied), so `model.load_weights` from outside fails.
 What works on CPU and GPU alike: the new weights travel as one safetensors byte blob, and
 each worker hands them to its model runner's `reload_weights`, which redoes vLLM's own
-checkpoint-to-kernel processing. Named in `LLM(worker_extension_cls=...)` by its qualified
+checkpoint-to-kernel processing (a tied LM head is re-tied and reprocessed after it). Named in `LLM(worker_extension_cls=...)` by its qualified
 name; vLLM mixes it into the worker class, so `self` is the worker.
 """
 
@@ -16,6 +16,20 @@ from typing import Any
 
 EXTENSION = "flywheel.rollout.vllm_worker.WeightSyncExtension"
 """The qualified name vLLM resolves in each worker process (`worker_extension_cls`)."""
+
+
+def _retie_lm_head(model: Any) -> None:
+    """A tied LM head shares the embedding, which the reload gave new data: point the head at it again
+    and redo the head's processing (on CPU the head keeps a repacked copy that would stay stale)."""
+    config = getattr(model, "config", None)
+    head = getattr(model, "lm_head", None)
+    embed = getattr(getattr(model, "model", None), "embed_tokens", None)
+    if not getattr(config, "tie_word_embeddings", False) or head is None or embed is None:
+        return
+    head.weight = embed.weight
+    method = getattr(head, "quant_method", None)
+    if method is not None:
+        method.process_weights_after_loading(head)
 
 
 class WeightSyncExtension:
@@ -31,6 +45,7 @@ class WeightSyncExtension:
         weights = load(blob)
         worker: Any = self
         worker.reload_weights(weights_iterator=iter(weights.items()), is_checkpoint_format=True)
+        _retie_lm_head(worker.model_runner.get_model())
         self.flywheel_version = int(version)
         return {"version": self.flywheel_version, "tensors": len(weights),
                 "load_ms": round((time.perf_counter() - t0) * 1000, 2)}
