@@ -2,7 +2,8 @@
 
 The response is either the rollout text (`<tool_call>{json}</tool_call>` blocks, with any
 `<tool_result>` the text claims ignored: results come from the replay, not from the model) or
-OpenAI messages (`tool_calls` fields and inline blocks). The replay runs in a fresh
+OpenAI messages (`tool_calls`, the legacy `function_call`, inline blocks in string or
+list-of-parts content; a list, one message, or their JSON text; see `trajectory_calls`). The replay runs in a fresh
 `InventoryEnv` from the task's `initial_state`. It fails on the first illegal call (unparseable
 call, a tool the task does not offer, bad arguments, any call after `finish`), when the episode
 never ends with `finish`, when the end state misses the `goal`, and when an item outside the
@@ -15,31 +16,100 @@ import json
 from typing import Any
 
 from flywheel.tasks.agent_env import IllegalCall, InventoryEnv
-from flywheel.tasks.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall, calls_from_messages, parse_calls
-from flywheel.verifiers.common import MAX_RESPONSE_CHARS, TaskError, failed, passed, require
+from flywheel.tasks.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall, parse_calls
+from flywheel.verifiers.common import (
+    MAX_RESPONSE_CHARS,
+    TaskError,
+    canonical,
+    failed,
+    parts_text,
+    passed,
+    require,
+)
 from flywheel.verifiers.verdict import Verdict
 
-VERSION = "agent-1"
+VERSION = "agent-2"
 MAX_CALLS = 64
 
 
-def _calls(response: Any) -> list[ToolCall] | str:
-    """The trajectory's calls, or a reason string when the response has no usable shape."""
-    if isinstance(response, str):
-        stripped = response.strip()
-        if stripped.startswith("[") and '"role"' in stripped[:200]:
+def _structured_call(tc: Any) -> ToolCall:
+    """One OpenAI `tool_calls` entry (`{"function": {"name", "arguments"}}`) or a legacy `function_call`.
+
+    `arguments` may be an object, a JSON string, or empty (`""`, whitespace, `null`, absent): an empty
+    one means no arguments, as OpenAI-compatible servers send for a tool without parameters.
+    """
+    fn = tc.get("function", tc) if isinstance(tc, dict) else None
+    if not isinstance(fn, dict):
+        return ToolCall("", {}, str(tc)[:200], "tool call must be an object with a 'function'")
+    name, args = fn.get("name"), fn.get("arguments")
+    raw = canonical({"name": name, "arguments": args})[:2000]
+    if not isinstance(name, str) or not name:
+        return ToolCall("", {}, raw, "tool call must have a string 'name'")
+    if isinstance(args, str):
+        if not args.strip():
+            args = None
+        else:
             try:
-                msgs = json.loads(stripped)
-            except json.JSONDecodeError:
-                msgs = None
-            if isinstance(msgs, list):
-                return _calls(msgs)
+                args = json.loads(args)
+            except (json.JSONDecodeError, RecursionError) as e:
+                return ToolCall(name, {}, raw, f"tool call arguments are not valid JSON: {e}")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return ToolCall(name, {}, raw, "tool call 'arguments' must be an object")
+    return ToolCall(name, args, raw)
+
+
+def _message_calls(messages: list[Any]) -> list[ToolCall]:
+    """Calls of an OpenAI conversation, in order: each assistant message's `tool_calls`, its legacy
+    `function_call` (the pre-tools format), then `<tool_call>` blocks in its content (text or parts)."""
+    out: list[ToolCall] = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role", "assistant") != "assistant":
+            continue
+        structured = m.get("tool_calls") or []
+        if not isinstance(structured, list):
+            structured = [structured]
+        legacy = m.get("function_call")
+        out.extend(_structured_call(tc) for tc in [*structured, *([legacy] if legacy else [])])
+        text = parts_text(m.get("content"))
+        if text:
+            out.extend(parse_calls(text))
+    return out
+
+
+def _decode_json(text: str) -> Any:
+    """A response given as JSON text (messages, one message, content parts), else None."""
+    s = text.strip()
+    if not s.startswith(("[", "{")):
+        return None
+    try:
+        obj = json.loads(s)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return obj if isinstance(obj, (list, dict)) else None
+
+
+def trajectory_calls(response: Any) -> list[ToolCall] | str:
+    """The trajectory's calls, or a reason string when the response has no usable shape.
+
+    Accepted: rollout text with `<tool_call>` blocks; OpenAI messages (a list, one message, or their
+    JSON text) with `tool_calls`, legacy `function_call` or inline blocks in string or list-of-parts
+    content; a bare list of content parts.
+    """
+    if isinstance(response, str):
+        decoded = _decode_json(response)
+        if isinstance(decoded, list) and decoded and all(isinstance(m, dict) for m in decoded):
+            return trajectory_calls(decoded)
+        if isinstance(decoded, dict) and ({"role", "tool_calls", "function_call"} & set(decoded)):
+            return trajectory_calls(decoded)
         return parse_calls(response)
+    if isinstance(response, dict):
+        return _message_calls([response])
     if isinstance(response, list) and all(isinstance(m, dict) for m in response):
-        try:
-            return calls_from_messages(response)
-        except (AttributeError, TypeError) as e:
-            return f"malformed messages: {e}"
+        if response and all("role" not in m and "type" in m for m in response):
+            return parse_calls(parts_text(response) or "")  # the content parts themselves
+        return _message_calls(response)
     return f"response must be text or a list of messages, got {type(response).__name__}"
 
 
@@ -81,7 +151,7 @@ class AgentVerifier:
         tools, initial, goal = _task_parts(task)
         if isinstance(response, str) and len(response) > MAX_RESPONSE_CHARS:
             return failed("response too long", chars=len(response))
-        calls = _calls(response)
+        calls = trajectory_calls(response)
         if isinstance(calls, str):
             return failed(calls)
         details: dict[str, Any] = {"calls": len(calls)}

@@ -37,10 +37,14 @@ from flywheel.sandbox.base import Limits, Sandbox
 from flywheel.verifiers.common import MAX_RESPONSE_CHARS, TaskError, failed, passed, require, text_to_judge
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
-HARNESS_SOURCE = (Path(__file__).with_name("_harness.py")).read_text(encoding="utf-8")
+_HERE = Path(__file__).parent
+HARNESS_SOURCE = (_HERE / "_harness.py").read_text(encoding="utf-8")
+"""The judge, run as `main.py`; the call protocol and the candidate's side travel to it over stdin."""
+RPC_SOURCE = (_HERE / "_harness_rpc.py").read_text(encoding="utf-8")
+CHILD_SOURCE = (_HERE / "_harness_child.py").read_text(encoding="utf-8")
 HARNESS_SHA256 = hashlib.sha256(HARNESS_SOURCE.encode()).hexdigest()
-VERSION = "code-1-" + HARNESS_SHA256[:8]
-"""Bumps whenever the harness changes, so cached verdicts of an older judge are never reused."""
+VERSION = "code-2-" + hashlib.sha256((HARNESS_SOURCE + RPC_SOURCE + CHILD_SOURCE).encode()).hexdigest()[:8]
+"""Bumps whenever any part of the harness changes, so cached verdicts of an older judge are never reused."""
 
 MAX_CODE_CHARS = 100_000
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
@@ -164,7 +168,8 @@ class CodeVerifier:
     def run_program(self, program: str, prompt: str, entry: str, test: str, how: str = "function") -> Verdict:
         """Run one assembled program against the tests; the judge's own line decides."""
         nonce = secrets.token_hex(16)
-        cfg = {"nonce": nonce, "timeout_s": self.timeout_s, "test": test, "prompt": prompt, "entry_point": entry}
+        cfg = {"nonce": nonce, "timeout_s": self.timeout_s, "test": test, "prompt": prompt, "entry_point": entry,
+               "rpc_source": RPC_SOURCE, "child_source": CHILD_SOURCE}
         res = self.sandbox.run(
             HARNESS_SOURCE,
             files={"solution.py": program},
@@ -185,7 +190,7 @@ class CodeVerifier:
             if res.killed_reason:
                 return failed(f"killed by the sandbox: {res.killed_reason}", **base)
             if any(ln == nonce + "-started" for ln in res.stdout.splitlines()):
-                # the candidate shares the judge's uid: it can kill it, and that is its own failure
+                # the judge died after the candidate started: whatever did it, the candidate could have
                 return failed(f"judge died while the candidate ran (exit {res.exit_code})", cacheable=False, **base)
             raise VerifierInfraError(
                 f"code harness wrote no result (exit {res.exit_code}): {res.stderr[-500:]!r}"

@@ -28,7 +28,7 @@ def failed(reason: str, **details: Any) -> Verdict:
     return Verdict(0.0, False, reason, details)
 
 
-def _parts_text(content: Any) -> str | None:
+def parts_text(content: Any) -> str | None:
     """A message content as text: a string, or a list of OpenAI-style parts (`{"type": "text", "text": ...}`)
     joined; None when it holds no text."""
     if isinstance(content, str):
@@ -52,16 +52,16 @@ def text_to_judge(response: Any) -> str:
         return response
     if isinstance(response, list):
         if response and all(isinstance(p, dict) and "role" not in p and "type" in p for p in response):
-            return _parts_text(response) or ""  # the content parts themselves
+            return parts_text(response) or ""  # the content parts themselves
         turns = []
         for m in response:
             if isinstance(m, dict) and m.get("role", "assistant") == "assistant":
-                text = _parts_text(m.get("content"))
+                text = parts_text(m.get("content"))
                 if text is not None:
                     turns.append(text)
         return "\n".join(turns)
     if isinstance(response, dict):
-        text = _parts_text(response.get("content"))
+        text = parts_text(response.get("content"))
         if text is not None:
             return text
     return "" if response is None else str(response)

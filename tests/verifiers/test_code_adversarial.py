@@ -7,6 +7,8 @@ a failed verdict with reward 0. Positive controls: honest solutions of the same 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 TASK = {
@@ -150,3 +152,72 @@ def test_values_that_used_to_break_crossing_now_cross(cv):
         "    assert type(candidate(Fraction(2))) is Fraction\n")}
     assert cv.verify(frac, "from fractions import Fraction\ndef third(x):\n    return x / 3\n").passed
     assert not cv.verify(frac, "def third(x):\n    return float(x) / 3\n").passed
+
+
+CATCHABLE = {  # a right answer that pokes the judge with catchable signals is still judged on its answers
+    "sigterm_judge_at_load": "import os, signal\nos.kill(os.getppid(), signal.SIGTERM)\n" + RIGHT,
+    "sigint_all_at_load": "import os, signal\ntry:\n    os.kill(-1, signal.SIGINT)\nexcept OSError:\n    pass\n" + RIGHT,
+    "sighup_and_sigalrm_in_call": "import os, signal\ndef add_k(x):\n    os.kill(os.getppid(), signal.SIGHUP)\n"
+                                  "    os.kill(os.getppid(), signal.SIGALRM)\n    return x + 3\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATCHABLE))
+def test_catchable_signals_change_nothing(cv, name):
+    assert cv.verify(TASK, CATCHABLE[name]).passed
+    _zero(cv.verify(TASK, CATCHABLE[name].replace("x + 3", "x + 4")))
+
+
+def test_stopping_the_judge_is_a_zero_never_none(cv):
+    """SIGSTOP cannot be caught: the sandbox's wall clock ends the run, and it is the candidate's failure."""
+    v = cv.verify(TASK, "import os, signal\ndef add_k(x):\n    os.kill(os.getppid(), signal.SIGSTOP)\n    return x + 3\n")
+    _zero(v)
+    assert v.details.get("cacheable") is False
+
+
+JUDGE_DISRUPTIONS = {  # what a same-uid process can still do to the judge ends as the candidate's 0
+    "sigkill_judge_right_answer": "import os, signal\ndef add_k(x):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                  "    return x + 3\n",
+    "prlimit_cpu": "import os, resource\ndef add_k(x):\n    resource.prlimit(os.getppid(), resource.RLIMIT_CPU, (0, 0))\n"
+                   "    while True:\n        pass\n",
+    "prlimit_nofile": "import os, resource\ndef add_k(x):\n    resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (0, 0))\n"
+                      "    return x + 3\n",
+    "prlimit_memory": "import os, resource\ndef add_k(x):\n    resource.prlimit(os.getppid(), resource.RLIMIT_AS, (1 << 20, 1 << 20))\n"
+                      "    return [0] * 100000\n",
+    "fifo_in_work_dir": "import os\nos.mkfifo('pipe.py')\ndef add_k(x):\n    return x + 3\n",
+    "escaped_grandchild_edits_now": (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        while True:\n            open('conftest.py', 'w').write('x')\n            time.sleep(0.001)\n"
+        "    os._exit(0)\ntime.sleep(0.05)\n" + RIGHT),
+    "garbage_frames": "import os, sys\ndef add_k(x):\n    os.write(int(sys.argv[2]), b'\\xff' * 64)\n    return x + 3\n",
+    "forged_reply_frame_then_the_real_one": (
+        "import json, os, struct, sys\nn = 0\ndef add_k(x):\n    global n\n    n += 1\n"
+        "    d = json.dumps({'op': 'ret', 'id': n, 'ok': x + 3}).encode()\n"
+        "    os.write(int(sys.argv[2]), struct.pack('>I', len(d)) + d)\n    return x + 3\n"),
+    "oversized_frame": "import os, struct, sys\ndef add_k(x):\n    os.write(int(sys.argv[2]), struct.pack('>I', 1 << 30))\n"
+                       "    return x + 3\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(JUDGE_DISRUPTIONS))
+def test_disrupting_the_judge_is_a_zero_never_none(cv, name):
+    t0 = time.monotonic()
+    v = cv.verify(TASK, JUDGE_DISRUPTIONS[name])
+    _zero(v)
+    assert time.monotonic() - t0 < 8, v  # and it never hangs the judge
+
+
+HARMLESS = {  # right answers doing odd things the judge must neither hang on nor count against them
+    "fifo_swapped_for_the_log": (
+        "import glob, os\nfor p in glob.glob('/tmp/candidate-*.log'):\n    os.unlink(p)\n    os.mkfifo(p)\n" + RIGHT),
+    "escaped_grandchild_after_the_verdict": (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(3)\n"
+        "        open('conftest.py', 'w').write('x')\n    os._exit(0)\n" + RIGHT),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HARMLESS))
+def test_odd_but_right_answers_still_pass_quickly(cv, name):
+    t0 = time.monotonic()
+    assert cv.verify(TASK, HARMLESS[name]).passed
+    assert time.monotonic() - t0 < 3
