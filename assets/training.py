@@ -16,6 +16,7 @@ from flywheel.gpu import GpuSpec
 from flywheel.train.config import GRPOConfig
 from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 from resources.gpu import GpuResource, gpu_op_tags
+from resources.ray import RayResource
 from resources.rollout import RolloutEngineResource
 from resources.storage import StorageResource
 from resources.trainer import TrainerResource
@@ -55,7 +56,8 @@ class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but
                 "rft_rl. Policy at models/policies/<partition>; GRPO's attempts go back to difficulty_history.",
 )
 def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuResource, trainer: TrainerResource,
-                storage: StorageResource, rollout_engine: RolloutEngineResource) -> dg.MaterializeResult:
+                storage: StorageResource, rollout_engine: RolloutEngineResource,
+                ray: RayResource) -> dg.MaterializeResult:
     from flywheel.registry.mlflow_registry import training_start
     from flywheel.train.api import train_policy
 
@@ -67,8 +69,9 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     start, start_label = training_start(paths.mlflow_uri, release, upstream_value(context, "base_model", "path"),
                                         cfg.init_from)
     res = train_policy(cfg, start, release, paths=paths, rft=config.nested_lib(RFT_PREFIX),
-                       telemetry=storage.telemetry(), log_date=max(log_partitions, default=None),
-                       data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions})
+                       telemetry=ray.telemetry(storage.telemetry()), log_date=max(log_partitions, default=None),
+                       data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions},
+                       **ray.training_kwargs())  # Ray verifier/rollout fleets when configured; {} in process
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
     return dg.MaterializeResult(
         metadata={
@@ -82,6 +85,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
             "sampled": dg.MetadataValue.json(res.sources), "difficulty_rows": res.difficulty_rows,
             "reward_curve": dg.MetadataValue.md(f"![reward curve](data:image/png;base64,{png})"),
             **{k.replace("/", "_"): round(v, 4) for k, v in res.idle_shares.items()},
+            **ray.metadata(),  # the Ray dashboard link and the fleets' busy/idle shares
         },
         check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=res.sound,
                                            metadata={"steps": res.steps_done, "finished": res.finished})],

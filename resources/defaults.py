@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from resources import rollout, sandbox, storage, trainer
+from resources import ray, rollout, sandbox, storage, trainer
 from resources.gpu import GpuResource
 
 
 def default_resources() -> dict[str, Any]:
-    """Every resource the assets name: storage (`$FLYWHEEL_HOME`), CPU/GPU placement, sandbox, engines, trainer."""
+    """Every resource the assets name: storage (`$FLYWHEEL_HOME`), CPU/GPU placement, sandbox, engines, trainer,
+    Ray (off: the fleets run in process)."""
     return {"gpu": GpuResource(), **storage.default_resources(), **sandbox.default_resources(),
-            **rollout.default_resources(), **trainer.default_resources()}
+            **rollout.default_resources(), **trainer.default_resources(), **ray.default_resources()}

@@ -70,6 +70,7 @@ class ActorSlots:
         self._busy_now = [0.0] * n  # the live actor's busy seconds as last reported
         self._busy_at_reset = [0.0] * n
         self.t0 = time.perf_counter()
+        self.t_end: float | None = None  # set by close: utilisation stays readable after the fleet is gone
 
     def __len__(self) -> int:
         return len(self.handles)
@@ -104,14 +105,15 @@ class ActorSlots:
 
     def shares(self) -> dict[str, float]:
         """`fleet/<name>_busy.<i>` per actor, `idle/<name>_fleet` (1 - mean busy share), `fleet/<name>_restarts`."""
-        wall = max(time.perf_counter() - self.t0, 1e-9)
-        busy = [min(1.0, self.busy_s(i) / wall) for i in range(len(self))]
+        wall = max((self.t_end or time.perf_counter()) - self.t0, 1e-9)
+        busy = [min(1.0, self.busy_s(i) / wall) for i in range(len(self._busy_done))]
         out = {f"fleet/{self.name}_busy.{i}": b for i, b in enumerate(busy)}
         out[f"idle/{self.name}_fleet"] = 1.0 - (sum(busy) / len(busy) if busy else 0.0)
         out[f"fleet/{self.name}_restarts"] = float(self.restarts)
         return out
 
     def close(self) -> None:
+        self.t_end = self.t_end or time.perf_counter()
         for h in self.handles:
             try:
                 ray.kill(h, no_restart=True)

@@ -44,6 +44,10 @@ class VerifierWorker:
 
         return os.getpid()
 
+    def ping(self, items: list[Any]) -> int:
+        """A call that carries a batch and judges nothing: Ray's own cost per call (`bench_fleet.py`)."""
+        return len(items)
+
     def score(self, items: list[tuple[str, dict, Any]]) -> tuple[list[Verdict | None], float]:
         """Verdicts in order (`None`: infrastructure kept failing for that item) and this actor's busy seconds."""
         from flywheel.verifiers.batch import score_batch
@@ -63,22 +67,39 @@ class FleetScorer:
     exactly as `score_batch` keys it. `stats()` gives each actor's busy share and the fleet's idle share.
     """
 
-    def __init__(self, config: FleetConfig | None = None, cache: Any = None, memo_size: int = 200_000) -> None:
-        self.config = cfg = config or FleetConfig()
-        if cfg.verifier_actors < 1:
+    def __init__(self, config: FleetConfig | None = None, cache: Any = None, memo_size: int = 200_000,
+                 start: bool = True) -> None:
+        self.config = config or FleetConfig()
+        if self.config.verifier_actors < 1:
             raise ValueError("FleetScorer needs verifier_actors >= 1 (0 means: score in process, without a fleet)")
-        if not ray.is_initialized():
-            raise FleetError("FleetScorer: Ray is not connected (ray.init(...) or the `ray` resource first)")
         self.cache, self.memo_size = cache, memo_size
         self.memo: dict[tuple[str, str, str], Verdict] = {}
         self.hits = 0
         self.keys = VerifierRegistry()  # names and versions for cache keys; never judges (no pool starts)
+        self._slots: ActorSlots | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the actors and wait until each has its warm pool (`start=False` defers this to first use)."""
+        if self._slots is not None:
+            return
+        cfg = self.config
+        if not ray.is_initialized():
+            raise FleetError("FleetScorer: Ray is not connected (ray.init(...) or the `ray` resource first)")
         remote = ray.remote(VerifierWorker).options(
             num_cpus=cfg.actor_cpus, max_concurrency=cfg.max_in_flight, scheduling_strategy="SPREAD")
-        self.slots = ActorSlots(lambda i: remote.remote(cfg.sandbox_backend, cfg.sandbox_workers),
-                                cfg.verifier_actors, "verifier", max_restarts=cfg.max_attempts * cfg.verifier_actors)
-        ray.get([h.ready.remote() for h in self.slots.handles], timeout=cfg.call_timeout_s)
-        self.slots.reset_clock()
+        slots = ActorSlots(lambda i: remote.remote(cfg.sandbox_backend, cfg.sandbox_workers),
+                           cfg.verifier_actors, "verifier", max_restarts=cfg.max_attempts * cfg.verifier_actors)
+        ray.get([h.ready.remote() for h in slots.handles], timeout=cfg.call_timeout_s)
+        slots.reset_clock()
+        self._slots = slots
+
+    @property
+    def slots(self) -> ActorSlots:
+        self.start()
+        assert self._slots is not None
+        return self._slots
 
     def __call__(self, domain: str, task: dict, response: str) -> Verdict:
         return self.many([(domain, task, response)])[0]
@@ -159,11 +180,13 @@ class FleetScorer:
         return judged
 
     def stats(self) -> dict[str, float]:
-        """Busy share per verifier actor, the fleet's idle share and its restarts (for MLflow)."""
-        return self.slots.shares()
+        """Busy share per verifier actor, the fleet's idle share and its restarts (for MLflow); {} before start."""
+        return self._slots.shares() if self._slots is not None else {}
 
     def close(self) -> None:
         """Stop the actors (their sandbox pools go with their processes)."""
+        if self._slots is None:
+            return
         for h in self.slots.handles:
             try:
                 ray.get(h.close.remote(), timeout=10)
