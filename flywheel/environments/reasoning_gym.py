@@ -2,15 +2,17 @@
 
 Only generators on the tested list (`TESTED`) become domains: each was generated twice from one
 seed with identical results, survived a JSON round trip of its entries (tasks travel through logs
-and the warehouse), and under this environment's verifier scored its gold answer 1.0 and empty,
-wrong and hack-probe answers 0.0, at its default config and at every curriculum level
-(`survey()` re-derives the list; `tests/environments/test_reasoning_gym.py` re-checks it).
+and the warehouse), generates in at most 20 ms a task, and under this environment's verifier scored
+its gold answer 1.0 and empty, wrong and hack-probe answers 0.0 at every level it uses
+(`python -m flywheel.environments.rg_survey` re-derives TESTED and LEVELS;
+`tests/environments/test_reasoning_gym.py` re-checks every domain).
 
 A response answers with one `Answer: ...` (the rest of the text after it) or one
 `<answer>...</answer>`; two answers are a failure (hedging), as is none. The generator's own
 scorer judges the answer; reward is 1.0 only for a full score (partial credit is not a pass).
-Difficulty: reasoning-gym's curricula, level L = the curriculum's global level L-1 (at most
-`MAX_LEVELS`). The train/held-out split is by a hash of the question, so no seed moves a task
+Difficulty: reasoning-gym's curricula, level L = the curriculum's global level L-1, up to the last
+level that generates fast (`LEVELS`); without a level, tasks cycle through them all, so the
+scheduler's difficulty sampling (which seeks a 50% pass rate) has the range to choose from. The train/held-out split is by a hash of the question, so no seed moves a task
 across it. Nothing here reaches the network.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import itertools
 import json
 import re
 import threading
@@ -34,19 +37,38 @@ MAX_LEVELS = 5
 INSTRUCTION = "\nGive only the final answer after 'Answer:'."
 _ANSWER_RE = re.compile(r"(?i)\banswer\s*:|<answer>(.*?)</answer>", re.S)
 
+LEVELS: dict[str, int] = {
+    "ab": 4, "acre": 0, "advanced_geometry": 4, "aiw": 5, "arc_1d": 4, "base_conversion": 5,
+    "basic_arithmetic": 5, "bf": 1, "binary_alternation": 4, "binary_matrix": 4, "bitwise_arithmetic": 5,
+    "calendar_arithmetic": 4, "chain_sum": 5, "circuit_logic": 5, "color_cube_rotation": 5, "count_bits": 5,
+    "count_primes": 5, "countdown": 0, "course_schedule": 5, "cryptarithm": 4, "decimal_chain_sum": 5,
+    "dice": 4, "emoji_mystery": 5, "family_relationships": 5, "figlet_font": 1, "futoshiki": 1,
+    "game_of_life": 1, "gcd": 4, "group_anagrams": 0, "isomorphic_strings": 4, "jugs": 1,
+    "largest_island": 4, "lcm": 4, "leg_counting": 5, "letter_counting": 5, "list_functions": 0,
+    "mahjong_puzzle": 4, "manipulate_matrix": 5, "maze": 4, "mini_sudoku": 5, "needle_haystack": 4,
+    "number_filtering": 4, "number_sequence": 1, "palindrome_generation": 4, "palindrome_partitioning": 4,
+    "path_star": 4, "polynomial_equations": 4, "prime_factorization": 4, "products": 5, "ransom_note": 4,
+    "rectangle_count": 5, "rotate_matrix": 5, "rotten_oranges": 4, "self_reference": 5,
+    "sentence_reordering": 4, "shortest_path": 4, "simple_equations": 4, "simple_geometry": 4,
+    "spiral_matrix": 4, "string_insertion": 4, "string_manipulation": 5, "string_splitting": 4,
+    "string_synthesis": 4, "sudoku": 0, "syllogism": 4, "tower_of_hanoi": 4, "tsumego": 4,
+    "word_sequence_reversal": 4, "word_sorting": 5, "zebra_puzzles": 2,
+}
+"""Curriculum levels per generator that generate within the survey's time budget (the rest are left out)."""
+
 TESTED: tuple[str, ...] = (
     "ab", "acre", "advanced_geometry", "aiw", "arc_1d", "base_conversion", "basic_arithmetic", "bf",
     "binary_alternation", "binary_matrix", "bitwise_arithmetic", "calendar_arithmetic", "chain_sum",
     "circuit_logic", "color_cube_rotation", "count_bits", "count_primes", "countdown", "course_schedule",
-    "cryptarithm", "decimal_chain_sum", "dice", "emoji_mystery", "family_relationships", "futoshiki",
-    "game_of_life", "gcd", "group_anagrams", "isomorphic_strings", "largest_island", "lcm", "leg_counting",
-    "letter_counting", "list_functions", "mahjong_puzzle", "manipulate_matrix", "maze", "mini_sudoku",
-    "needle_haystack", "number_filtering", "number_sequence", "palindrome_generation",
+    "cryptarithm", "decimal_chain_sum", "dice", "emoji_mystery", "family_relationships", "figlet_font",
+    "futoshiki", "game_of_life", "gcd", "group_anagrams", "isomorphic_strings", "jugs", "largest_island",
+    "lcm", "leg_counting", "letter_counting", "list_functions", "mahjong_puzzle", "manipulate_matrix",
+    "maze", "mini_sudoku", "needle_haystack", "number_filtering", "number_sequence", "palindrome_generation",
     "palindrome_partitioning", "path_star", "polynomial_equations", "prime_factorization", "products",
-    "puzzle24", "ransom_note", "rectangle_count", "rotate_matrix", "rotten_oranges", "self_reference",
+    "ransom_note", "rectangle_count", "rotate_matrix", "rotten_oranges", "self_reference",
     "sentence_reordering", "shortest_path", "simple_equations", "simple_geometry", "spiral_matrix",
     "string_insertion", "string_manipulation", "string_splitting", "string_synthesis", "sudoku", "syllogism",
-    "tower_of_hanoi", "tsumego", "word_sequence_reversal", "word_sorting",
+    "tower_of_hanoi", "tsumego", "word_sequence_reversal", "word_sorting", "zebra_puzzles",
 )
 """Generators that passed `survey()` (determinism, JSON round trip, gold 1.0, wrong/empty/hacks 0.0)."""
 
@@ -87,8 +109,9 @@ class ReasoningGymEnvironment(BaseEnvironment):
     name = FAMILY
     family = FAMILY
 
-    def __init__(self, names: tuple[str, ...] | None = None) -> None:
+    def __init__(self, names: tuple[str, ...] | None = None, levels: dict[str, int] | None = None) -> None:
         self._names = tuple(TESTED if names is None else names)
+        self._max_level = dict(LEVELS if levels is None else levels)
         self._lock = threading.Lock()
         self._scorers: dict[str, Any] = {}
         self.version = f"rg-1+reasoning-gym-{_rg_version()}"
@@ -104,13 +127,17 @@ class ReasoningGymEnvironment(BaseEnvironment):
         return name
 
     def levels(self, domain: str) -> tuple[int, ...]:
+        """Curriculum levels 1..LEVELS[name]: those the survey found fast enough to generate (() without)."""
+        return tuple(range(1, self._max_level.get(self._gen(domain), 0) + 1))
+
+    def curriculum_levels(self, name: str) -> int:
+        """How many levels reasoning-gym's curriculum of `name` defines (at most MAX_LEVELS; 0 without one)."""
         from reasoning_gym.factory import create_curriculum, has_curriculum
 
-        name = self._gen(domain)
         if not has_curriculum(name):
-            return ()
+            return 0
         attrs = create_curriculum(name).attributes.values()
-        return tuple(range(1, min(MAX_LEVELS, max((len(a.levels) for a in attrs), default=0)) + 1))
+        return min(MAX_LEVELS, max((len(a.levels) for a in attrs), default=0))
 
     # -- tasks ---------------------------------------------------------------------------------
     def _config(self, name: str, seed: int, size: int, level: int | None) -> Any:
@@ -123,33 +150,48 @@ class ReasoningGymEnvironment(BaseEnvironment):
         return cur.generate_configuration(defaults={"seed": seed, "size": size})
 
     def entries(self, name: str, seed: int, size: int, level: int | None = None) -> list[dict[str, Any]]:
-        """`size` raw entries of generator `name` from `seed` (JSON round-tripped)."""
+        """Up to `size` raw entries of generator `name` from `seed` (JSON round-tripped); an index the generator
+        fails on (countdown finds no expression for some seeds) is skipped, the same way every time."""
         from reasoning_gym.factory import DATASETS
 
         cfg = self._config(name, seed, size, level)
         if hasattr(cfg, "validate"):
             cfg.validate()
         ds = DATASETS[name][0](config=cfg)
-        return [_jsonable(ds[i]) for i in range(size)]
+        out = []
+        for i in range(size):
+            try:
+                e = ds[i]
+            except (ValueError, RuntimeError, AssertionError):  # some seeds defeat a generator: skip them
+                continue
+            out.append(_jsonable(e))
+        return out
 
     def tasks(self, domain: str, split: str, n: int, seed: int, level: int | None = None) -> list[Task]:
+        """Without `level`, the tasks cycle through every curriculum level (easiest first), so the scheduler's
+        difficulty sampling has the whole range to pick from; `meta["level"]` says which."""
         name = self._gen(domain)
         check_split(split)
-        if level is not None and level not in self.levels(domain):
-            raise ValueError(f"{domain}: level must be one of {self.levels(domain)}, got {level!r}")
+        levels = self.levels(domain)
+        if level is not None and level not in levels:
+            raise ValueError(f"{domain}: level must be one of {levels}, got {level!r}")
+        cycle: list[int | None] = [level] if level is not None else (list(levels) or [None])
         want = split == "heldout"
         out: dict[str, Task] = {}
         for attempt in range(8):  # a generator with few distinct tasks stops early
             if len(out) >= n:
                 break
-            size = max(8, (n - len(out)) * (6 if want else 2))
-            sub_seed = seed if attempt == 0 else int(hashlib.sha256(f"{seed}/{attempt}".encode()).hexdigest()[:8], 16)
-            for e in self.entries(name, sub_seed, size, level):
-                q = str(e["question"])
-                if is_heldout(q) != want or len(out) >= n:
-                    continue
-                t = self._task(domain, e, level)
-                out.setdefault(t.task_id, t)
+            size = max(4, -(-(n - len(out)) * (6 if want else 2) // len(cycle)))
+            batches = []
+            for i, lv in enumerate(cycle):
+                sub_seed = int(hashlib.sha256(f"{seed}/{attempt}/{i}".encode()).hexdigest()[:8], 16)
+                batches.append([(e, lv) for e in self.entries(name, sub_seed if attempt or i else seed, size, lv)])
+            for e, lv in (x for row in itertools.zip_longest(*batches) for x in row if x is not None):  # round-robin over levels
+                if len(out) >= n:
+                    break
+                if is_heldout(str(e["question"])) == want:
+                    t = self._task(domain, e, lv)
+                    out.setdefault(t.task_id, t)
         return list(out.values())[:n]
 
     def _task(self, domain: str, entry: dict[str, Any], level: int | None) -> Task:

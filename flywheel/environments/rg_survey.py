@@ -27,11 +27,31 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
-def check_generator(env: ReasoningGymEnvironment, name: str, n: int = 3, seed: int = 11) -> str | None:
-    """Why generator `name` does not qualify, or None when it does."""
+def fast_levels(env: ReasoningGymEnvironment, name: str, per_entry_s: float = 0.02, k: int = 8) -> int:
+    """How many curriculum levels, from the easiest, generate at most `per_entry_s` per entry (3 seeds)."""
+    n = 0
+    for lv in range(1, env.curriculum_levels(name) + 1):
+        t0 = time.perf_counter()
+        for s in (1, 2, 3):
+            env.entries(name, 1000 + s, k, lv)
+        if (time.perf_counter() - t0) / (3 * k) > per_entry_s:
+            break
+        n = lv
+    return n
+
+
+def check_generator(env: ReasoningGymEnvironment, name: str, n: int = 3, seed: int = 11,
+                    per_entry_s: float = 0.02) -> str | None:
+    """Why generator `name` does not qualify, or None when it does (its fast levels go into `env`)."""
     domain = PREFIX + name
     if env.entries(name, seed, 6) != env.entries(name, seed, 6):
         return "not deterministic: one seed gave two different generations"
+    env._max_level[name] = fast_levels(env, name, per_entry_s)
+    if not env._max_level[name]:  # no curriculum (or none fast): the default config is what tasks use
+        t0 = time.perf_counter()
+        env.entries(name, seed, 8)
+        if (time.perf_counter() - t0) / 8 > per_entry_s:
+            return f"default config slower than {per_entry_s}s per task and no fast curriculum level"
     for level in (None, *env.levels(domain)):
         for split, k in (("train", n), ("heldout", 1)):
             tasks = env.tasks(domain, split, k, seed, level)
@@ -46,12 +66,14 @@ def check_generator(env: ReasoningGymEnvironment, name: str, n: int = 3, seed: i
     return None
 
 
-def survey(names: list[str] | None = None, budget_s: float = 20.0) -> dict[str, str | None]:
-    """name -> None (qualifies) or the reason it does not; runs in the main thread (uses SIGALRM)."""
+def survey(names: list[str] | None = None, budget_s: float = 20.0,
+           levels_out: dict[str, int] | None = None) -> dict[str, str | None]:
+    """name -> None (qualifies) or the reason it does not; runs in the main thread (uses SIGALRM).
+    `levels_out` receives each qualifying generator's fast curriculum levels."""
     from reasoning_gym.factory import DATASETS
 
     names = sorted(DATASETS) if names is None else names
-    env = ReasoningGymEnvironment(names=tuple(names))
+    env = ReasoningGymEnvironment(names=tuple(names), levels={})
     out: dict[str, str | None] = {}
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
@@ -66,6 +88,8 @@ def survey(names: list[str] | None = None, budget_s: float = 20.0) -> dict[str, 
                 out[name] = f"{type(e).__name__}: {str(e)[:160]}"
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            if out[name] is None and levels_out is not None:
+                levels_out[name] = env._max_level.get(name, 0)
             print(f"{name:32s} {time.monotonic() - t0:6.2f}s {out[name] or 'ok'}", file=sys.stderr, flush=True)
     finally:
         signal.signal(signal.SIGALRM, old)
@@ -73,5 +97,7 @@ def survey(names: list[str] | None = None, budget_s: float = 20.0) -> dict[str, 
 
 
 if __name__ == "__main__":
-    res = survey(sys.argv[1:] or None)
+    lv: dict[str, int] = {}
+    res = survey(sys.argv[1:] or None, levels_out=lv)
     print(tuple(sorted(n for n, why in res.items() if why is None)))
+    print({k: lv[k] for k in sorted(lv)})

@@ -108,6 +108,9 @@ def failure_type(domain: str, task: dict, response: str, verdict: Verdict) -> st
         return ""
     if domain == "math":
         return math_failure(response, str(task.get("answer", "")), verdict)
+    if domain not in ("code", "agent"):  # an environment's domain: its own label, else its reason's head
+        label = verdict.details.get("failure_type") or verdict.reason.split(":", 1)[0]
+        return re.sub(r"[^a-z0-9]+", "_", str(label).lower()).strip("_")[:40] or "other"
     return reason_class(domain, verdict.reason)
 
 

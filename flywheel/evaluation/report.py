@@ -41,25 +41,48 @@ def reads_as(e: Estimate | None) -> str:
     return "better" if e.lo > 0 else "worse"
 
 
+CHART_MAX_BARS = 12
+"""More domains than this and the chart shows families (rolled up) beside the built-in domains instead."""
+
+
+def chart_rows(report: EvalReport, many: bool) -> dict[str, Estimate]:
+    """pass@1 per bar: each domain, or with `many` domains each rolled-up family and the domains outside one."""
+    from flywheel.evaluation.families import family_groups, family_metrics
+
+    rows = {d: m["pass@1"] for d, m in report.metrics.items() if d != "overall"}
+    if many:
+        groups = family_groups([t.domain for t in report.tasks])
+        rolled = {d for ds in groups.values() for d in ds}
+        rows = {d: e for d, e in rows.items() if d not in rolled}
+        rows.update({f"{f} ({len(groups[f])})": m["pass@1"] for f, m in family_metrics(report).items()})
+    if "overall" in report.metrics:
+        rows["overall"] = report.metrics["overall"]["pass@1"]
+    return rows
+
+
 def bar_chart_png(reports: Mapping[str, EvalReport]) -> bytes:
-    """pass@1 per domain for each labelled report, with 95% bootstrap intervals as error bars."""
+    """pass@1 per domain for each labelled report, with 95% bootstrap intervals as error bars (per family
+    beside the built-in domains when there are more than `CHART_MAX_BARS` domains)."""
     import matplotlib  # heavy: only a report that draws its chart loads it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # heavy: only a chart loads matplotlib
 
     labels = list(reports)
-    domains = sorted({d for r in reports.values() for d in r.metrics if d != "overall"}) + ["overall"]
+    many = len({d for r in reports.values() for d in r.metrics if d != "overall"}) > CHART_MAX_BARS
+    per = {label: chart_rows(r, many) for label, r in reports.items()}
+    domains = sorted({d for rows in per.values() for d in rows if d != "overall"}) + ["overall"]
     x = np.arange(len(domains))
     width = 0.8 / max(1, len(labels))
     fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
     for i, label in enumerate(labels):
-        m = reports[label].metrics
-        vals = [m[d]["pass@1"].value if d in m else 0.0 for d in domains]
-        lo = [v - m[d]["pass@1"].lo if d in m else 0.0 for v, d in zip(vals, domains, strict=True)]
-        hi = [m[d]["pass@1"].hi - v if d in m else 0.0 for v, d in zip(vals, domains, strict=True)]
+        m = per[label]
+        vals = [m[d].value if d in m else 0.0 for d in domains]
+        lo = [v - m[d].lo if d in m else 0.0 for v, d in zip(vals, domains, strict=True)]
+        hi = [m[d].hi - v if d in m else 0.0 for v, d in zip(vals, domains, strict=True)]
         ax.bar(x + (i - (len(labels) - 1) / 2) * width, vals, width, yerr=[lo, hi], capsize=3, label=label)
-    ax.set_xticks(x, domains)
+    ax.set_xticks(x, domains, rotation=30 if len(domains) > 5 else 0, ha="right" if len(domains) > 5 else "center",
+                  fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("pass@1 (95% CI)")
     ax.set_title("Held-out task completion")
@@ -123,7 +146,12 @@ def to_markdown(
 ) -> str:
     """The whole report: metrics of the candidate (and baseline), the paired comparison, failure types,
     the seed both were sampled with, the chart."""
+    from flywheel.evaluation.families import family_table
+
     parts = [f"## Evaluation of `{report.model}`", "", metrics_table(report), ""]
+    fam = family_table(report, baseline)
+    if fam:
+        parts += ["### By family (the tasks of each family's domains pooled)", "", fam, ""]
     if baseline is not None:
         parts += [f"### Baseline `{baseline.model}`", "", metrics_table(baseline), ""]
     if comparison is not None:
@@ -166,7 +194,13 @@ def write_report(
     md = to_markdown(report, baseline, comparison, inline_chart=False, seed_note=seed_note)
     md += "\n![pass@1](pass_rates.png)\n"
     (out / "report.md").write_text(md)
-    payload: dict[str, Any] = {"candidate": report.to_dict(),
+    from flywheel.evaluation.families import family_diffs, family_metrics
+
+    fams = {"candidate": {f: {k: e.to_dict() for k, e in m.items()} for f, m in family_metrics(report).items()}}
+    if baseline is not None:
+        fams["baseline"] = {f: {k: e.to_dict() for k, e in m.items()} for f, m in family_metrics(baseline).items()}
+        fams["diff_pass@1"] = {f: e.to_dict() for f, e in family_diffs(report, baseline).items()}
+    payload: dict[str, Any] = {"candidate": report.to_dict(), "families": fams,
                                "baseline": baseline.to_dict() if baseline else None,
                                "comparison": comparison.to_dict() if comparison else None,
                                "seed": {"seed": report.config.seed, "note": seed_note or f"seed {report.config.seed}"},
@@ -211,6 +245,11 @@ def log_to_mlflow(
             for d, e in diffs.items():
                 if not math.isnan(e.value):
                     metrics[f"2_diff_vs_baseline/{d}.{name}"] = e.value
+    from flywheel.evaluation.families import family_metrics
+
+    for fam, m in family_metrics(report).items():
+        if not math.isnan(m["pass@1"].value):
+            metrics[f"1_pass_at_1/family:{fam}"] = m["pass@1"].value
     for d, types in report.failure_counts().items():
         metrics.update({f"{d}.failures.{k}": float(n) for k, n in types.items()})
     client.log_batch(run_id, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],

@@ -39,6 +39,9 @@ class EvalConfig:
                                      "equal inputs; off: use `seed`")
     tasks_per_domain: Mapping[str, int] = option({"math": 200, "code": 60, "agent": 60},
                                                  "held-out tasks per domain (0 or absent: domain not evaluated)")
+    domain_tasks: Mapping[str, int] = option({}, "held-out tasks per domain of the installed environments, merged "
+                                                 "into tasks_per_domain: a domain, a glob (rg.*) or family:NAME, "
+                                                 "e.g. {\"rg.*\": 20} (each matched domain gets 20)")
     price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens")
     price_per_1k_completion_tokens: float = option(0.0015, "USD per 1000 completion tokens")
     n_boot: int = option(1000, "bootstrap resamples per interval")
@@ -55,7 +58,14 @@ class EvalConfig:
         if unknown:
             raise ValueError(f"unknown domains {sorted(unknown)}; known: {DOMAINS} and the domains of "
                              f"`flywheel envs list`")
-        object.__setattr__(self, "tasks_per_domain", MappingProxyType(dict(self.tasks_per_domain)))
+        tasks = dict(self.tasks_per_domain)
+        if self.domain_tasks:
+            from flywheel.environments.mix import expand_counts
+
+            extra = expand_counts(self.domain_tasks)
+            tasks.update({d: n for d, n in extra.items() if d not in tasks})
+        object.__setattr__(self, "tasks_per_domain", MappingProxyType(tasks))
+        object.__setattr__(self, "domain_tasks", MappingProxyType(dict(self.domain_tasks)))
 
     def seeded_from(self, subject: str, inputs: Sequence[str]) -> EvalConfig:
         """This config with the seed `derived_seed(subject, inputs)` when `derive_seed` is on, else unchanged.
@@ -78,12 +88,14 @@ class EvalConfig:
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["tasks_per_domain"] = dict(self.tasks_per_domain)
+        d["domain_tasks"] = dict(self.domain_tasks)
         return d
 
     def to_params(self) -> dict[str, Any]:
         """Flat MLflow params."""
         d = self.to_dict()
         tpd = d.pop("tasks_per_domain")
+        d["domain_tasks"] = json.dumps(d["domain_tasks"], sort_keys=True)
         d.update({f"eval_tasks_{k}": v for k, v in tpd.items()})
         return {k if k.startswith("eval_") else f"eval_{k}": v for k, v in d.items()}
 
@@ -96,8 +108,10 @@ def derived_seed(subject: str, inputs: Sequence[str]) -> int:
 
 
 def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:
-    """The first `tasks_per_domain[d]` held-out tasks of each domain (deterministic, independent of seed)."""
-    return {d: heldout_suite(d)[: config.tasks_per_domain[d]] for d in config.domains}
+    """The first `tasks_per_domain[d]` held-out tasks of each domain (deterministic, independent of seed);
+    an environment's domain generates only as many as asked."""
+    return {d: heldout_suite(d, None if d in DOMAINS else config.tasks_per_domain[d])[: config.tasks_per_domain[d]]
+            for d in config.domains}
 
 
 _WS = re.compile(r"\s+")

@@ -95,7 +95,11 @@ class GRPOConfig:
     domain_weights: dict[str, float] = option(
         {"math": 0.9, "code": 0.05, "agent": 0.05},
         "Sampling weight of each domain (normalized); a small share of code and agent keeps them from being "
-        "forgotten while math is pushed.")
+        "forgotten while math is pushed. A key may also be a glob over the installed environments' domains "
+        "(rg.*) or family:NAME: its weight is split evenly over the domains it matches.")
+    domain_mix: str = option("weights", "weights: sample domains by domain_weights; pool_failures: by each weighted "
+                                        "domain's share of the mined pool (its logged failures), floored at a tenth "
+                                        "of its configured weight's share", choices=("weights", "pool_failures"))
     target_pass_rate: float = option(0.5, "Difficulty sampling prefers tasks whose running pass rate is near this.")
     difficulty_sharpness: float = option(4.0, "How strongly sampling prefers the target (0 = uniform).")
     min_task_weight: float = option(0.05, "Floor on a task's sampling weight so solved/unsolved tasks are revisited.")
@@ -126,6 +130,10 @@ class GRPOConfig:
             raise ValueError("domain_weights must be a non-empty mapping of non-negative weights")
         if sum(self.domain_weights.values()) <= 0:
             raise ValueError("domain_weights must not all be zero")
+        if any(k not in ("math", "code", "agent") for k in self.domain_weights):
+            from flywheel.environments.mix import expand_weights  # loads the installed environments
+
+            object.__setattr__(self, "domain_weights", expand_weights(self.domain_weights))
         if self.max_staleness < 1 and self.off_policy_pipeline:
             raise ValueError("off_policy_pipeline needs max_staleness >= 1")
         if self.temperature <= 0:

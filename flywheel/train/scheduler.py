@@ -64,6 +64,20 @@ class BatchStats:
         return self.dropped_groups / self.generated_groups if self.generated_groups else 0.0
 
 
+def pool_failure_weights(tasks: Sequence[Task], weights: Mapping[str, float], floor: float = 0.1) -> dict[str, float]:
+    """Each weighted domain's share of the mined pool's tasks (the pool is the logged failures), floored at
+    `floor` times its configured share so a domain without failures is not forgotten. Without a pool:
+    `weights` unchanged."""
+    counts: dict[str, int] = {}
+    for t in tasks:
+        if source_of(t) == "pool" and weights.get(t.domain, 0) > 0:
+            counts[t.domain] = counts.get(t.domain, 0) + 1
+    total, wsum = sum(counts.values()), sum(w for w in weights.values() if w > 0)
+    if not total or wsum <= 0:
+        return dict(weights)
+    return {d: max(counts.get(d, 0) / total, floor * w / wsum) for d, w in weights.items() if w > 0}
+
+
 def source_of(task: Task) -> str:
     """Where a task came from: `pool` (mined), `replay` (a train suite), `given` (handed in untagged)."""
     return str((task.meta or {}).get("source", "given"))
@@ -87,12 +101,17 @@ class TaskScheduler:
         max_samples: int = 0,
         group_size: int = 1,
         replay_share: float = 0.5,
+        domain_mix: str = "weights",
     ) -> None:
         self.by_domain: dict[str, list[Task]] = {}
         for t in tasks:
             self.by_domain.setdefault(t.domain, []).append(t)
         for d in self.by_domain:
             self.by_domain[d].sort(key=lambda t: t.task_id)  # order-independent sampling
+        if domain_mix == "pool_failures":
+            domain_weights = pool_failure_weights(tasks, domain_weights)
+        elif domain_mix != "weights":
+            raise ValueError(f"domain_mix must be 'weights' or 'pool_failures', got {domain_mix!r}")
         self.domain_weights = {
             d: float(w) for d, w in sorted(domain_weights.items()) if w > 0 and self.by_domain.get(d)
         }
