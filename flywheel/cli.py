@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "evaluate",
     "rollback",
     "turn",
+    "serve",
     "envs",
 )
 """Modules of `flywheel.commands`; each has `register(subparsers)` adding its parser with `func` set."""
