@@ -33,13 +33,20 @@ class TinyModelRecipe:
     n_agent: int = field(default=1000, metadata={"help": "agent train tasks in the SFT mix"})
     math_noise: float = field(default=0.3, metadata={"help": "share of math solutions with a perturbed final answer"})
     math_format: str = field(default="scratchpad", metadata={"help": "math SFT targets: scratchpad (digit by digit) | gold"})
+    extra_domains: tuple[str, ...] = field(default=(), metadata={
+        "help": "installed environments' domains (e.g. rg.gcd) whose gold solutions join the SFT mix and the "
+                "tokenizer corpus, so the model can learn them in RL"})
+    n_extra: int = field(default=200, metadata={"help": "train tasks per extra domain in the SFT mix"})
     sft: SftConfig = field(default_factory=SftConfig, metadata={"help": "SFT schedule"})
     eval_n: int = field(default=40, metadata={"help": "held-out tasks per domain measured at build time (0: skip)"})
     eval_k: int = field(default=8, metadata={"help": "samples per task for pass@k at build time"})
     threads: int = field(default=1, metadata={"help": "torch CPU threads while building (1 is fastest for a tiny model on a busy box)"})
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.extra_domains:  # a recipe without extra domains hashes as before they existed
+            d.pop("extra_domains"), d.pop("n_extra")
+        return d
 
     def hash(self) -> str:
         """Content hash of the recipe (the build cache key)."""
@@ -53,7 +60,20 @@ QUICK = TinyModelRecipe(
 )
 """A seconds-long build for tests: same pipeline, a weak model."""
 
-RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-quick": QUICK}
+MIX_DOMAINS: tuple[str, ...] = (
+    "rg.basic_arithmetic", "rg.chain_sum", "rg.decimal_chain_sum", "rg.products", "rg.gcd", "rg.lcm",
+    "rg.count_bits", "rg.count_primes", "rg.prime_factorization", "rg.base_conversion", "rg.bitwise_arithmetic",
+    "rg.number_sequence", "rg.letter_counting", "rg.leg_counting", "rg.calendar_arithmetic", "rg.syllogism",
+    "rg.family_relationships", "rg.aiw", "rg.simple_equations", "rg.bf", "rg.sentence_reordering",
+)
+"""reasoning-gym domains whose prompt and answer fit the tiny model's SFT length (measured: median
+prompt + answer 50-190 tokens of tiny-v1's tokenizer): the domains `tiny-mix` is taught."""
+
+MIX = TinyModelRecipe(release="tiny-mix", extra_domains=MIX_DOMAINS, n_extra=200,
+                      sft=SftConfig(steps=2400))
+"""tiny-v1's recipe plus 21 reasoning-gym domains: the base of a many-domain training stream."""
+
+RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-quick": QUICK, "tiny-mix": MIX}
 
 
 def is_tiny_release(name: str) -> bool:

@@ -79,6 +79,12 @@ def _perturb_answer(solution: str, answer: str, rng: random.Random) -> str:
     return f"{head}Answer: {wrong}"
 
 
+MAX_EXTRA_CHARS = 380
+"""An extra domain's example longer than this (prompt + answer, characters) could be cut by SFT's
+`max_len` (256 tokens; measured: tiny-v1's tokenizer makes 1.3-1.8 characters a token of
+reasoning-gym text): left out rather than taught without its answer."""
+
+
 def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
     """(domain, prompt, response) training examples: train suites only, math partly noisy."""
     rng = random.Random(recipe.seed)
@@ -90,4 +96,7 @@ def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
         out.append(("math", t.prompt, sol))
     out += [("code", t.prompt, t.solution) for t in train_suite("code", recipe.n_code)]
     out += [("agent", t.prompt, t.solution) for t in train_suite("agent", recipe.n_agent)]
+    for domain in recipe.extra_domains:  # installed environments' domains: their gold solutions
+        out += [(domain, t.prompt, t.solution) for t in train_suite(domain, recipe.n_extra)
+                if len(t.prompt) + len(t.solution) <= MAX_EXTRA_CHARS]
     return out
