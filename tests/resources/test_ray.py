@@ -5,7 +5,6 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from flywheel.tasks.suites import train_suite
 from resources.ray import RayResource
 
 
@@ -29,22 +28,42 @@ def test_bad_settings_name_their_field():
         RayResource(mode="cluster").connect()
 
 
-def test_materializes_on_local_ray_with_a_verifier_fleet_and_dashboard_link(local_sandbox):
+def test_rlvr_policy_materializes_with_both_fleets_on_local_ray(flywheel_home, storage, random_tiny, local_sandbox):
+    """The training asset on an embedded Ray: verifier and rollout fleets, the dashboard link, their utilisation
+    in the metadata and in the MLflow run beside the trainer's idle shares; the session ends with the step."""
     ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
-    tasks = train_suite("code", 2) + train_suite("math", 2)
+    import mlflow
 
-    @dg.asset
-    def judged(ray: RayResource) -> dg.MaterializeResult:
-        score = ray.training_kwargs()["score_fn"]
-        verdicts = score.many([(t.domain, t.verifier_task(), t.solution) for t in tasks])
-        return dg.MaterializeResult(metadata={"passed": sum(v.passed for v in verdicts), **ray.metadata()})
+    from assets.training import RlvrConfig, rlvr_policy
+    from flywheel.train.telemetry import mlflow_key
+    from resources.gpu import GpuResource
+    from resources.rollout import RolloutEngineResource
+    from resources.trainer import TrainerResource
 
-    res = RayResource(mode="local", num_cpus=2, dashboard=True, verifier_actors=1, sandbox_workers=1)
-    result = dg.materialize([judged], resources={"ray": res})
+    release = "ray-tiny"
+    base = random_tiny(flywheel_home.models / "base" / release)
+    fleet = RayResource(mode="local", num_cpus=2, dashboard=True, verifier_actors=1, sandbox_workers=1,
+                        rollout_actors=2)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("base_model", [release])
+        instance.report_runless_asset_event(dg.AssetMaterialization(
+            "base_model", partition=release, metadata={"path": dg.MetadataValue.path(str(base))}))
+        result = dg.materialize(
+            [rlvr_policy], partition_key=release, instance=instance,
+            run_config=dg.RunConfig({"rlvr_policy": RlvrConfig(
+                stage="rl", steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8,
+                domain_weights={"math": 1.0}, checkpoint_every=0, dev_every=0)}),
+            resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1),
+                       "storage": storage, "rollout_engine": RolloutEngineResource(), "ray": fleet})
     assert result.success
-    md = result.asset_materializations_for_node("judged")[0].metadata
-    assert md["passed"].value == len(tasks)
-    assert md["ray_mode"].value == "local"
+    md = result.asset_materializations_for_node("rlvr_policy")[0].metadata
+    assert md["steps"].value == 2 and md["ray_mode"].value == "local"
     assert md["ray_dashboard"].value.startswith("http://127.0.0.1:")
-    assert 0 < md["fleet_verifier_busy.0"].value <= 1 and "idle_verifier_fleet" in md
+    for key in ("fleet_verifier_busy.0", "fleet_rollout_busy.0", "fleet_rollout_busy.1"):
+        assert 0 < md[key].value <= 1, key
+    assert 0 <= md["idle_verifier_fleet"].value < 1 and 0 <= md["idle_rollout_fleet"].value < 1
+    metrics = mlflow.tracking.MlflowClient(flywheel_home.mlflow_uri).get_run(md["mlflow_run_id"].value).data.metrics
+    for key in ("idle/update_waiting_for_rollouts", "idle/verifier_fleet", "idle/rollout_fleet",
+                "fleet/verifier_busy.0", "final/idle/rollout_fleet"):
+        assert mlflow_key(key) in metrics, key
     assert not ray.is_initialized()  # the resource ended the session it started
