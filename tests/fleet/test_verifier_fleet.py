@@ -73,3 +73,27 @@ def test_killing_an_actor_mid_batch_loses_nothing(fleet, ray_session):
     assert fleet.slots.handles[0] is not victim
     assert len(verdicts) == len(items)
     assert all(v.passed and v.reward == 1.0 for v in verdicts), [v.reason for v in verdicts if not v.passed]
+
+
+def test_in_flight_work_per_actor_is_bounded_and_results_keep_their_order(fleet, ray_session):
+    from flywheel.fleet.actors import run_jobs
+
+    tasks = train_suite("code", 6)
+    expect = [(k + j) % 3 != 0 for k in range(4) for j in range(len(tasks))]  # a pattern of passes and failures
+    pairs = [(k, t) for k in range(4) for t in tasks]
+    payloads = [[("code", t.verifier_task(), (t.solution if ok else "```python\nraise SystemExit(1)\n```")
+                  + f"\n# {k}\n")] for (k, t), ok in zip(pairs, expect, strict=True)]
+    pending: dict = {}
+    seen: list[int] = []
+
+    def submit(handle, payload):
+        mine = pending.setdefault(handle, [])
+        _, busy = ray_session.wait(mine, num_returns=len(mine), timeout=0) if mine else ([], [])
+        seen.append(len(busy))  # calls of this actor still running when the next one is sent
+        ref = handle.score.remote(payload)
+        mine.append(ref)
+        return ref
+
+    results = run_jobs(fleet.slots, payloads, submit, max_in_flight=2, max_attempts=2, timeout_s=120)
+    assert max(seen) <= 1  # never a third call queued on an actor while two are out
+    assert [v[0].passed for v in results] == expect  # in payload order
