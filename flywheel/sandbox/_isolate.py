@@ -40,21 +40,46 @@ import socket
 import struct
 import sys
 import time
+import types
 
-# `-I` leaves this file's folder off sys.path: it is there only while the two halves load, so the
-# payload's sys.path is what it would be without them (and `_run_main` drops them from sys.modules).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _isolate_limits import payload, pump  # noqa: E402
+# The launcher (`local.LAUNCH`) passes this folder as argv[1] and runs this file under a neutral name;
+# its siblings are compiled under neutral names too, so no code object, frame or argv the payload can
+# reach names the host's checkout (see `_load`).
+_DIR = sys.argv[1]
+NEUTRAL = "/sandbox"
+
+
+def _load(name: str, folder: str) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    mod.__file__ = f"{NEUTRAL}/{name}.py"
+    sys.modules[name] = mod
+    with open(f"{folder}/{name}.py") as f:
+        exec(compile(f.read(), mod.__file__, "exec"), mod.__dict__)
+    return mod
+
+
+for _m in ("_isolate_ns", "_seccomp", "_cgroup", "_isolate_payload", "_isolate_limits"):
+    _load(_m, _DIR)
+from _cgroup import Cgroups  # noqa: E402
+from _isolate_limits import kill_all, pump  # noqa: E402
 from _isolate_ns import (  # noqa: E402
     NS_FLAGS,
+    check_errno,
     fresh_namespaces,
+    ipc_limits,
+    libc,
     mount_private_dirs,
     prepare_namespaces,
     prepare_root,
     read_collected,
 )
+from _isolate_payload import OK, payload  # noqa: E402
 
-del sys.path[0]
+ARGS = sys.argv[2:]
+del _DIR
+sys.argv = ["sandbox"]
+sys.orig_argv = ["python3"]
+globals().pop("d", None)  # the launcher's variable
 
 UID_BASE = 1_000_000  # payload uids start here (see _next_uid)
 _pyc = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL held across clone()
@@ -89,35 +114,75 @@ def _read_exact(fd: int, n: int) -> bytes:
 
 
 # --------------------------------------------------------------------------- the monitor
-def run_request(req: dict) -> dict:
-    """Run one request; the caller is PID 1 of fresh namespaces (see `spawn_monitor`). Returns the result."""
+ROOTLESS = "--rootless" in ARGS
+"""No host root: the zygote made a user namespace of its own, each payload one below it."""
+CGROUPS: Cgroups | None = None  # set in main(): per-run cgroups, or None (then the fallback limits)
+CGROUP_WHY = ""
+
+
+def run_request(req: dict, cg) -> dict:
+    """Run one request; the caller is PID 1 of fresh namespaces (see `spawn_monitor`). Returns the result.
+
+    `cg` is the run's cgroup (`_cgroup.Run`, the monitor already inside) or None.
+    """
     t0 = time.monotonic()
     lim = req["limits"]
     uid = _uid
     if os.getpid() != 1 or not fresh_namespaces():
         raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
-    mount_private_dirs(req, uid)
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setsid()
-            os.chdir("/work")
-            for fd in (in_w, out_r, err_r):
-                os.close(fd)
-            payload(req, uid, (in_r, out_w, err_w))
-        finally:
-            os._exit(125)
-    for fd in (in_r, out_w, err_w):
-        os.close(fd)
-    stdin = req.get("stdin") or b""
-    stdin = stdin.encode() if isinstance(stdin, str) else stdin
-    res = pump(pid, in_w, out_r, err_r, stdin, lim, t0)
-    res["files"] = read_collected("/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
+    mount_private_dirs(req, 0 if ROOTLESS else uid)
+    ipc_limits(int(lim["memory_mb"]))
+    try:
+        ctx: dict = {"rootless": ROOTLESS, "cgroup": cg is not None}
+        if cg is not None:
+            cg.limit(int(lim["memory_mb"]) << 20, int(lim["max_processes"]) + 1)  # + the monitor
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        st_r, st_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                os.chdir("/work")
+                for fd in (in_w, out_r, err_r, st_r):
+                    os.close(fd)
+                payload(req, uid, (in_r, out_w, err_w), st_w, ctx)
+            finally:
+                os._exit(125)
+        for fd in (in_r, out_w, err_w, st_w):
+            os.close(fd)
+        _await_setup(st_r, pid, t0 + float(lim["wall_timeout_s"]) + 5)
+        stdin = req.get("stdin") or b""
+        stdin = stdin.encode() if isinstance(stdin, str) else stdin
+        res = pump(pid, in_w, out_r, err_r, stdin, lim, t0, cg)
+        res["files"] = read_collected("/work", list(req.get("collect") or ()), int(lim["max_output_bytes"]))
+    finally:
+        kill_all()
     res["duration_s"] = time.monotonic() - t0
     return res
+
+
+def _await_setup(st_r: int, pid: int, deadline: float) -> None:
+    """Wait for the payload's "set up" byte on the status pipe; anything else is an infrastructure error."""
+    import select
+
+    msg = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([st_r], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        b = os.read(st_r, 4096)
+        if not b:
+            break
+        msg += b
+        if msg[:1] == OK:
+            os.close(st_r)
+            return
+    os.close(st_r)
+    os.kill(pid, signal.SIGKILL)
+    why = msg[1:].decode(errors="replace") if msg[:1] == b"E" else "the payload died before it was set up"
+    raise RuntimeError(f"sandbox setup failed: {why}")
 
 
 def handle(fd: int) -> None:
@@ -127,7 +192,12 @@ def handle(fd: int) -> None:
     time (a spare) has its namespaces, `/proc` and hostname ready when the request comes.
     """
     try:
-        prepare_namespaces()
+        prepare_namespaces(ROOTLESS)
+        cg = None
+        if CGROUPS is not None:
+            cg = CGROUPS.create(f"run-{_uid}")
+            cg.join()
+            check_errno(libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")  # the run's cgroup is its root
     except BaseException as e:
         write_frame(fd, {"infra_error": f"{type(e).__name__}: {e}"})
         return
@@ -139,36 +209,51 @@ def handle(fd: int) -> None:
         write_frame(fd, {"infra_error": f"bad request: {e!r}"})
         return
     try:
-        res = run_request(req)
+        res = run_request(req, cg)
     except BaseException as e:
         res = {"infra_error": f"{type(e).__name__}: {e}"}
     write_frame(fd, res)
 
 
+UID_SPACE = 1 << 30
 _uid = UID_BASE  # this monitor's payload uid, set by spawn_monitor before the clone
-_spawned = 0  # executions started by this zygote: with its pid, makes each payload uid unique
+_next = int.from_bytes(os.urandom(4), "big") % UID_SPACE  # a random start per zygote
 
 
 def _next_uid() -> int:
-    """A host uid no other live execution uses: (zygote pid, counter) packed above UID_BASE."""
-    global _spawned
-    _spawned += 1
-    return UID_BASE + ((os.getpid() & 0x7FFF) << 10) + (_spawned & 0x3FF)
+    """A host uid for the next run: UID_BASE + a counter over 2**30 values from a random start.
+
+    A zygote reuses a uid only after 2**30 runs, and two zygotes collide only if their random
+    windows overlap; a run leaves nothing of its uid behind anyway (its processes die with its PID
+    namespace, IPC with its IPC namespace, keyrings are refused by seccomp), so reuse is harmless.
+    """
+    global _next
+    _next = (_next + 1) % UID_SPACE
+    return UID_BASE + _next
 
 
 def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
-    """clone() a monitor straight into fresh mount/PID/net/IPC/UTS/cgroup namespaces; it serves `fd`.
+    """clone() a monitor straight into fresh mount/PID/net/IPC/UTS(/cgroup) namespaces; it serves `fd`.
 
     The monitor is PID 1 of its PID namespace; when it exits the kernel kills whatever is left.
     A raw clone (not os.fork + unshare) saves a process per execution; the GIL is held across it
     (PyDLL) and the zygote is single-threaded, so the child's interpreter state is consistent.
+    With per-run cgroups the monitor keeps the host's cgroup namespace (to place the payload in its
+    cgroup); the payload then takes a cgroup namespace of its own.
     """
     global _uid
     _uid = _next_uid()
-    pid = _pyc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(NS_FLAGS | signal.SIGCHLD), ctypes.c_ulong(0),
+    _reap_cgroups()
+    flags = NS_FLAGS if CGROUPS is None else NS_FLAGS & ~CLONE_NEWCGROUP
+    pid = _pyc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(flags | signal.SIGCHLD), ctypes.c_ulong(0),
                        ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
     if pid < 0:
         raise OSError(ctypes.get_errno(), "clone failed")
+    if pid > 0 and CGROUPS is not None:
+        try:
+            _pending.append((f"run-{_uid}", os.pidfd_open(pid)))
+        except ProcessLookupError:
+            CGROUPS.reap([f"run-{_uid}"])
     if pid == 0:
         code = 0
         try:
@@ -181,6 +266,33 @@ def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
             os._exit(code)
     return pid
 
+
+CLONE_NEWCGROUP = 0x02000000
+_pending: list[tuple[str, int]] = []  # (run cgroup, pidfd of its monitor) not yet removed
+
+
+def _final_reap(wait_s: float = 2.0) -> None:
+    """On the way out: let the last monitors finish, then remove their cgroups."""
+    deadline = time.monotonic() + wait_s
+    while _pending and time.monotonic() < deadline:
+        _reap_cgroups()
+        time.sleep(0.01)
+
+
+def _reap_cgroups() -> None:
+    """Remove the cgroups of runs whose monitor has exited (a live one may not have joined yet)."""
+    global _pending
+    if not _pending:
+        return
+    import select
+
+    keep = []
+    for name, pidfd in _pending:
+        if select.select([pidfd], [], [], 0)[0] and not CGROUPS.reap([name]):
+            os.close(pidfd)
+        else:
+            keep.append((name, pidfd))
+    _pending = keep
 
 # --------------------------------------------------------------------------- zygote
 WARM_MODULES = (
@@ -200,18 +312,19 @@ def serve(ctl: int) -> None:
             pass
     sock = socket.socket(fileno=ctl)
     try:
-        prepare_root()
+        setup()
     except BaseException as e:
         sock.sendall(b"E" + f"cannot build the sandbox root: {type(e).__name__}: {e}".encode())
         os._exit(1)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # auto-reap monitors
-    sock.sendall(b"R")
+    sock.sendall(b"R" + CGROUP_WHY.encode())
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 4)
         except InterruptedError:
             continue
         if not msg:
+            _final_reap()
             os._exit(0)
         for fd in fds:
             try:
@@ -224,9 +337,19 @@ def serve(ctl: int) -> None:
             os.close(fd)
 
 
+def setup() -> None:
+    """Once per zygote: find the cgroup parent (needs the host's filesystem), then build the root."""
+    global CGROUPS, CGROUP_WHY
+    if "--no-cgroup" in ARGS or ROOTLESS:
+        CGROUP_WHY = "cgroups off" if not ROOTLESS else "rootless: no cgroup to delegate"
+    else:
+        CGROUPS, CGROUP_WHY = Cgroups.find()
+    prepare_root(ROOTLESS)
+
+
 def main() -> None:
     os.umask(0o022)
-    mode = sys.argv[1] if len(sys.argv) > 1 else "once"
+    mode = ARGS[0] if ARGS else "once"
     if mode == "serve":
         serve(0)
     else:
@@ -235,7 +358,7 @@ def main() -> None:
 
 def handle_once() -> None:
     try:
-        prepare_root()
+        setup()
     except BaseException as e:
         write_frame(0, {"infra_error": f"cannot build the sandbox root: {type(e).__name__}: {e}"})
         os._exit(0)
@@ -245,6 +368,7 @@ def handle_once() -> None:
         write_frame(0, {"infra_error": f"cannot create the sandbox namespaces: {e}"})
         os._exit(0)
     os.waitpid(pid, 0)
+    _final_reap()
     os._exit(0)
 
 

@@ -1,124 +1,18 @@
-"""Limits, for `_isolate.py` (the trusted half of the local sandbox): the payload's side and the monitor's.
+"""Limits, the monitor's side, for `_isolate.py` (the trusted half of the local sandbox).
 
 Stdlib only: loaded by `_isolate.py` under the host's system interpreter, never imported into the venv.
-`payload` is what the forked child does before it runs untrusted code: rlimits (CPU, address
-space, processes, open files, file size, no core), a fresh unprivileged uid, no_new_privs, a clean
-environment, then `main.py` in the already-warm interpreter. `pump` is the monitor's side: it feeds
-stdin, caps the captured output, enforces the wall clock, kills every process of the namespace and
-names the limit that ended the run.
+`pump` feeds stdin, caps the captured output, enforces the wall clock (telling the machine's
+overload from the program's own slowness, see `overloaded`), watches the run's memory when it has
+no cgroup, kills every process of the namespace and names the limit that ended the run. The
+payload's side (rlimits, identity, seccomp) is `_isolate_payload.py`.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import select
 import signal
-import sys
 import time
-
-from _isolate_ns import check_errno, libc
-
-PR_SET_NO_NEW_PRIVS = 38
-
-
-def payload(req: dict, uid: int, fds: tuple[int, int, int]) -> None:
-    """The untrusted side: limits, a fresh uid, then the code. Never returns."""
-    lim = req["limits"]
-    try:
-        for i, fd in enumerate(fds):
-            os.dup2(fd, i)
-        os.closerange(3, 65536)
-
-        def rl(which: int, soft: int, hard: int | None = None) -> None:
-            resource.setrlimit(which, (soft, soft if hard is None else hard))
-
-        cpu = max(1, int(-(-float(lim["cpu_time_s"]) // 1)))
-        rl(resource.RLIMIT_CPU, cpu, cpu + 1)
-        rl(resource.RLIMIT_AS, int(lim["memory_mb"]) << 20)
-        rl(resource.RLIMIT_NPROC, int(lim["max_processes"]))
-        rl(resource.RLIMIT_NOFILE, int(lim["max_open_files"]))
-        rl(resource.RLIMIT_FSIZE, int(lim["max_file_size_mb"]) << 20)
-        rl(resource.RLIMIT_CORE, 0)
-        for sig in (signal.SIGXFSZ, signal.SIGXCPU, signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-        check_errno(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        os.environ.clear()
-        os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8",
-                           "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
-        for k, v in (req.get("env") or {}).items():
-            os.environ[str(k)] = str(v)
-    except BaseException as e:  # setup failed: tell the monitor it is an infrastructure error
-        try:
-            os.write(2, f"\x00FLYWHEEL_SETUP_ERROR {e!r}".encode())
-        finally:
-            os._exit(125)
-    _run_main(req)
-
-
-def _run_main(req: dict) -> None:
-    """Run /work/main.py as `__main__` in this (pre-warmed) interpreter, then exit like python would."""
-    import builtins  # the payload's own imports: the monitor never needs them
-    import io
-    import traceback
-    import types
-
-    code_text = req["code"]
-    argv = ["main.py", *[str(a) for a in (req.get("argv") or ())]]
-    del req
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                  line_buffering=False, write_through=False)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                  line_buffering=True)
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-    sys.argv = argv
-    sys.path.insert(0, "/work")
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": "/work/main.py", "__builtins__": builtins, "__cached__": None})
-    sys.modules["__main__"] = main
-    for name in list(sys.modules):
-        if name.startswith("_isolate"):
-            del sys.modules[name]
-    code = 0
-    try:
-        exec(compile(code_text, "/work/main.py", "exec"), main.__dict__)
-    except SystemExit as e:
-        c = e.code
-        if c is None:
-            code = 0
-        elif isinstance(c, int):
-            code = c & 0xFF
-        else:
-            try:
-                print(c, file=sys.stderr)
-            except BaseException:
-                pass
-            code = 1
-    except BaseException as e:
-        try:  # the traceback starts at the user's code, not this runner
-            traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
-        except BaseException:
-            pass
-        code = 1
-    try:
-        # only a payload that reaches here pays for them: the sandboxed program's start stays small
-        import atexit
-        import threading
-
-        threading._shutdown()  # join non-daemon threads, as interpreter exit does
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for s in (sys.stdout, sys.stderr):
-        try:
-            s.flush()
-        except BaseException:
-            pass
-    os._exit(code)
 
 
 def kill_all() -> None:
@@ -139,9 +33,87 @@ def kill_all() -> None:
             continue
 
 
-def pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t0: float) -> dict:
-    """Feed stdin, capture output up to the cap, enforce the wall clock; reap the payload and its leftovers."""
+class Overloaded(RuntimeError):
+    """The wall clock ran out while the run waited for a CPU the machine did not give it."""
+
+
+def _tasks() -> list[str]:
+    """`/proc/<pid>/task/<tid>` of every task of the run (all but PID 1, the monitor)."""
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit() and p != "1":
+            try:
+                out += [f"/proc/{p}/task/{t}" for t in os.listdir(f"/proc/{p}/task")]
+            except OSError:
+                pass
+    return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def starvation(cg) -> tuple[float, float]:
+    """(CPU seconds the run used, seconds its tasks waited runnable for a CPU), read at the deadline.
+
+    The wait is each live task's run-queue delay (`schedstat`); the CPU is the run's cgroup usage
+    when there is one (every process it ever had), else the live tasks' own and reaped children's.
+    """
+    used = cg.cpu_s() if cg is not None else None
+    waited, own = 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for t in _tasks():
+        f = _read(t + "/schedstat").split()
+        if len(f) >= 2:
+            own += int(f[0]) / 1e9
+            waited += int(f[1]) / 1e9
+        if used is None and t.rsplit("/", 1)[1] == t.split("/")[2]:  # the thread group's leader
+            st = _read(t + "/stat").rpartition(")")[2].split()
+            if len(st) > 14:
+                own += (int(st[13]) + int(st[14])) / tick  # cutime, cstime: reaped children
+    return (own if used is None else used), waited
+
+
+def overloaded(lim: dict, cg) -> str | None:
+    """The rule: a wall timeout is the machine's fault (infrastructure, retried) when the run's tasks
+    waited runnable for at least half the wall limit while the run used at most a quarter of it in
+    CPU. A program that sleeps or blocks waits for nothing; one that spins (or keeps its own
+    processes busy) has used the CPU: both are its own timeout."""
+    wall = float(lim["wall_timeout_s"])
+    used, waited = starvation(cg)
+    if waited >= 0.5 * wall and used <= 0.25 * wall:
+        return f"machine overloaded: the run waited {waited:.2f}s for a CPU and ran {used:.2f}s of its {wall:g}s"
+    return None
+
+
+def pss_mb() -> float:
+    """Proportional resident memory of the run's processes (the no-cgroup memory watchdog)."""
+    kb = 0
+    for p in os.listdir("/proc"):
+        if p.isdigit() and p != "1":
+            for line in _read(f"/proc/{p}/smaps_rollup").splitlines():
+                if line.startswith("Pss:"):
+                    kb += int(line.split()[1])
+                    break
+    return kb / 1024
+
+
+WATCH_S = 0.05  # how often the no-cgroup watchdog sums the run's memory
+
+
+def pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t0: float, cg=None) -> dict:
+    """Feed stdin, capture output up to the cap, enforce the wall clock; reap the payload and its leftovers.
+
+    `cg` is the run's cgroup (`_cgroup.Run`) or None; without one the monitor sums the run's memory
+    every `WATCH_S` and kills it past `memory_mb`. Raises `Overloaded` (see `overloaded`).
+    """
     cap = int(lim["max_output_bytes"])
+    mem_cap = float(lim["memory_mb"])
+    next_watch = time.monotonic() + WATCH_S if cg is None else float("inf")
     deadline = t0 + float(lim["wall_timeout_s"])
     bufs = {out_r: bytearray(), err_r: bytearray()}
     total = 0
@@ -163,10 +135,20 @@ def pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t
     cpu_used = 0.0
     while open_fds or status is None:
         if status is None and killed is None:
-            timeout_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            if timeout_ms == 0:
+            now = time.monotonic()
+            timeout_ms = max(0, int((min(deadline, next_watch) - now) * 1000))
+            if now >= deadline:
                 killed = "wall_timeout"
+                why = overloaded(lim, cg)
                 os.kill(pid, signal.SIGKILL)
+                if why:
+                    kill_all()
+                    raise Overloaded(why)
+            elif now >= next_watch:
+                next_watch = now + WATCH_S
+                if pss_mb() > mem_cap:
+                    killed = "memory"
+                    os.kill(pid, signal.SIGKILL)
         else:
             timeout_ms = 1000
         events = poller.poll(timeout_ms)
@@ -222,10 +204,10 @@ def pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t
                 killed = "memory" if b"MemoryError" in stderr[-2000:] else "crashed"
     else:
         exit_code = os.WEXITSTATUS(status)
-        if exit_code == 125 and b"\x00FLYWHEEL_SETUP_ERROR" in stderr:
-            raise RuntimeError(stderr.split(b"\x00FLYWHEEL_SETUP_ERROR", 1)[1].decode(errors="replace"))
         if killed is None and exit_code != 0 and b"MemoryError" in stderr[-4000:]:
             killed = "memory"
+    if killed is None and exit_code != 0 and cg is not None and cg.oom_killed():
+        killed = "memory"  # the cgroup's OOM killer ended the payload or one of its processes
     if truncated:
         note = f"\n[flywheel sandbox: output truncated at {cap} bytes]\n".encode()
         stderr = stderr + note

@@ -22,6 +22,9 @@ CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+HOSTPROC = "/.hostproc"
+"""Rootless only: the host's /proc in the template, unmounted by each monitor once its own is up."""
 NS_FLAGS = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
 """The namespaces every monitor is cloned into (see `_isolate.spawn_monitor`)."""
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -31,6 +34,7 @@ STAGE = "/tmp"  # where the template root is built (in the private mount ns) bef
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 ETC_FILES = ("ld.so.cache", "localtime")
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine, 155)
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine, 250)
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -61,7 +65,16 @@ def _mkdirs(path: str) -> None:
     os.makedirs(path, mode=0o755, exist_ok=True)
 
 
-def prepare_root() -> None:
+def enter_user_namespace() -> None:
+    """Rootless: a user namespace in which this process is root (uid/gid 0 = the host user)."""
+    uid, gid = os.geteuid(), os.getegid()
+    check_errno(libc.unshare(CLONE_NEWUSER), "unshare user (are unprivileged user namespaces allowed?)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def prepare_root(rootless: bool = False) -> None:
     """Once per zygote (or one-shot process): move this process into a private mount namespace whose
     whole filesystem is the sandbox template, and detach the host's.
 
@@ -70,11 +83,16 @@ def prepare_root() -> None:
     every execution fills with its own tmpfs/procfs. Per-execution mount namespaces are copies of
     this small tree, so building one costs three mounts, not a walk over the host's mount table.
     """
+    if rootless:
+        enter_user_namespace()
     check_errno(libc.unshare(CLONE_NEWNS), "unshare mnt")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=755")
     for d in ("work", "tmp", "proc", "dev", "etc"):
         os.mkdir(f"{STAGE}/{d}", 0o755)
+    if rootless:  # the kernel lets a user namespace mount a procfs only where one is fully visible
+        os.mkdir(f"{STAGE}{HOSTPROC}", 0o755)
+        _mount("/proc", f"{STAGE}{HOSTPROC}", None, MS_BIND | MS_REC)
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = f"/{name}"
         if os.path.islink(host):
@@ -169,14 +187,56 @@ def read_collected(work: str, names: list, cap: int) -> dict:
     return out
 
 
-def prepare_namespaces() -> None:
-    """In a freshly cloned monitor: its own /proc and hostname. Only ever inside fresh namespaces."""
+def prepare_namespaces(rootless: bool = False) -> None:
+    """In a freshly cloned monitor: its own /proc and hostname, a fresh session keyring, signals
+    from its payload ignored, an argv that names nothing of the host. Only inside fresh namespaces."""
     if os.getpid() != 1 or not fresh_namespaces():
         # sethostname and, later, SIGKILL to -1 are only safe inside fresh namespaces
         raise RuntimeError("monitor is not PID 1 of fresh namespaces; refusing to run")
+    for sig in range(1, signal.NSIG):
+        if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if rootless:
+        check_errno(libc.umount2(HOSTPROC.encode(), MNT_DETACH), "umount host proc")
     socket.sethostname("sandbox")
+    libc.syscall(SYS_KEYCTL, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING, anonymous: not the host's session
+    _neutral_cmdline()
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")  # a run's OOM kill takes its own processes, never the monitor
+    except OSError:
+        pass
+
+
+def _neutral_cmdline() -> None:
+    """Overwrite this process's argv area, so `/proc/1/cmdline` reads `init`, not the host's paths."""
+    with open("/proc/self/stat", "rb") as f:
+        rest = f.read().rpartition(b")")[2].split()
+    start, end = int(rest[45]), int(rest[46])  # fields 48, 49: arg_start, arg_end
+    if end > start:
+        ctypes.memset(start, 0, end - start)
+        ctypes.memmove(start, b"init", min(4, end - start - 1))
+
+
+def ipc_limits(memory_mb: int) -> None:
+    """This run's IPC namespace: SysV shared memory within `memory_mb`, few message queues.
+
+    Unattached segments and queued messages are counted by no rlimit; a cgroup counts shm pages,
+    these caps bound them where there is none. Best effort (older kernels: not writable here).
+    """
+    pages = max(1, (memory_mb << 20) // os.sysconf("SC_PAGE_SIZE"))
+    for name, val in (("kernel/shmmax", memory_mb << 20), ("kernel/shmall", pages), ("kernel/shmmni", 64),
+                      ("kernel/msgmni", 16), ("fs/mqueue/queues_max", 8)):
+        try:
+            with open(f"/proc/sys/{name}", "w") as f:
+                f.write(str(val))
+        except OSError:
+            pass
 
 
 def fresh_namespaces() -> bool:

@@ -37,6 +37,14 @@ from pathlib import Path
 from flywheel.sandbox.base import ExecResult, Limits, SandboxInfraError
 
 ISOLATE = Path(__file__).with_name("_isolate.py")
+LAUNCH = ("import sys;exec(compile(open(sys.argv[1]+'/_isolate.py').read(),'/sandbox/_isolate.py','exec'))")
+"""The trusted half starts as `python -c LAUNCH <folder> <mode>`: every code object it runs is named
+`/sandbox/...`, so no frame, argv or /proc view the payload can reach names the host's checkout."""
+
+
+def isolate_cmd(python: str, mode: str, rootless: bool, cgroup: bool) -> list[str]:
+    flags = (["--rootless"] if rootless else []) + ([] if cgroup else ["--no-cgroup"])
+    return [python, "-I", "-S", "-B", "-c", LAUNCH, str(ISOLATE.parent), mode, *flags]
 
 
 def default_python() -> str:
@@ -47,13 +55,23 @@ def default_python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def available() -> tuple[bool, str]:
-    """Whether the local backend can run here, and why not."""
-    if os.geteuid() != 0:
-        return False, "the local sandbox needs root to create namespaces and drop to a fresh uid"
+def available(rootless: bool | None = None) -> tuple[bool, str]:
+    """Whether the local backend can run here (as root, or rootless when `rootless` or not root), and why not."""
     if not hasattr(os, "pidfd_open"):
         return False, "needs Linux >= 5.3 (pidfd_open)"
+    if rootless or (rootless is None and os.geteuid() != 0):
+        try:
+            with open("/proc/sys/user/max_user_namespaces") as f:
+                if int(f.read()) < 2:
+                    return False, "rootless mode needs user namespaces (user.max_user_namespaces is 0)"
+        except (OSError, ValueError):
+            return False, "rootless mode needs user namespaces (/proc/sys/user/max_user_namespaces unreadable)"
     return True, ""
+
+
+def default_rootless() -> bool:
+    """Rootless when not root: the mode is chosen by who runs it unless the caller says otherwise."""
+    return os.geteuid() != 0
 
 
 def check_names(names) -> None:
@@ -104,9 +122,14 @@ class ForkServer:
     background. If the zygote dies, `execute` raises `SandboxInfraError` and the next call restarts it.
     """
 
-    def __init__(self, python: str | None = None, spares: int = 2):
+    def __init__(self, python: str | None = None, spares: int = 2, rootless: bool | None = None,
+                 cgroup: bool = True):
         self.python = python or default_python()
         self.spares = spares
+        self.rootless = default_rootless() if rootless is None else rootless
+        self.cgroup = cgroup
+        self.cgroup_why = ""
+        """Empty when runs get cgroups; else why not (then the no-cgroup limits apply, see docs)."""
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ctl: socket.socket | None = None
@@ -124,7 +147,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._proc = subprocess.Popen(
-                [self.python, "-I", "-S", "-B", str(ISOLATE), "serve"],
+                isolate_cmd(self.python, "serve", self.rootless, self.cgroup),
                 stdin=theirs, stdout=subprocess.DEVNULL, stderr=None, env={}, cwd="/", close_fds=True,
                 start_new_session=True,
             )
@@ -141,7 +164,7 @@ class ForkServer:
             err = e
         else:
             err = None
-        if ready != b"R":
+        if ready[:1] != b"R":
             self._proc.kill()
             self._proc.wait()
             ours.close()
@@ -149,6 +172,7 @@ class ForkServer:
             why = err or (ready[1:].decode(errors="replace") if ready else "no ready byte")
             raise SandboxInfraError(f"sandbox fork server did not start ({why})")
         ours.settimeout(None)
+        self.cgroup_why = ready[1:].decode(errors="replace")
         self._ctl = ours
 
     def _spawn_locked(self) -> socket.socket:
@@ -176,9 +200,11 @@ class ForkServer:
             self._ctl.close()
             self._ctl = None
         if self._proc is not None:
-            if self._proc.poll() is None:
+            try:
+                self._proc.wait(timeout=3)  # it removes its runs' cgroups once its monitors are gone
+            except subprocess.TimeoutExpired:
                 self._proc.kill()
-            self._proc.wait()
+                self._proc.wait()
             self._proc = None
 
     def close(self) -> None:
@@ -244,11 +270,15 @@ class LocalSandbox:
 
     name = "local"
 
-    def __init__(self, limits: Limits | None = None, python: str | None = None, warm: bool = False):
+    def __init__(self, limits: Limits | None = None, python: str | None = None, warm: bool = False,
+                 rootless: bool | None = None, cgroup: bool = True):
         self.limits = limits or Limits()
         self.python = python or default_python()
         self.warm = warm
-        self._server: ForkServer | None = ForkServer(self.python) if warm else None
+        self.rootless = default_rootless() if rootless is None else rootless
+        self.cgroup = cgroup
+        self._server: ForkServer | None = (ForkServer(self.python, rootless=self.rootless, cgroup=cgroup)
+                                           if warm else None)
 
     def run(
         self,
@@ -267,7 +297,7 @@ class LocalSandbox:
         Raises `SandboxInfraError` only when the sandbox itself failed; the code's own failure is a
         result (non-zero `exit_code`, `killed_reason`).
         """
-        ok, why = available()
+        ok, why = available(self.rootless)
         if not ok:
             raise SandboxInfraError(why)
         lim = limits or self.limits
@@ -281,7 +311,7 @@ class LocalSandbox:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             proc = subprocess.Popen(
-                [self.python, "-I", "-S", "-B", str(ISOLATE), "once"],
+                isolate_cmd(self.python, "once", self.rootless, self.cgroup),
                 stdin=theirs, stdout=theirs, stderr=None, env={}, cwd="/", close_fds=True,
                 start_new_session=True,
             )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from flywheel.sandbox.base import Limits
+from flywheel.sandbox.base import Limits, SandboxInfraError
 
 UID_BASE = 1_000_000
 REPO = Path(__file__).resolve().parents[2]  # this checkout: the sandbox must not see it
@@ -101,7 +101,14 @@ def host(tmp_path, monkeypatch):
 
 
 def run(sbx, code: str, limits: Limits = FAST, guarded: bool = False, **kw):
-    return sbx.run((guard() if guarded else "") + textwrap.dedent(code), limits=limits, **kw)
+    try:
+        return sbx.run((guard() if guarded else "") + textwrap.dedent(code), limits=limits, **kw)
+    except SandboxInfraError as e:
+        # a wall timeout while the run starved for CPU is the machine's fault (docs/sandbox.md): only
+        # acceptable when this machine really is overloaded
+        if "overloaded" in str(e) and os.getloadavg()[0] > (os.cpu_count() or 1):
+            pytest.skip(f"machine overloaded (load {os.getloadavg()[0]:.1f}): {e}")
+        raise
 
 
 def guard() -> str:
