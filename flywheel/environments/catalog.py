@@ -66,12 +66,13 @@ def text(cat: dict[str, Any], width: int = 100) -> str:
 
 
 def markdown(cat: dict[str, Any]) -> str:
-    """The domain list of docs/environments.md (regenerate with `python -m flywheel.environments.catalog`)."""
-    out = ["| domain | environment | family | version | levels |", "| --- | --- | --- | --- | --- |"]
+    """The domain list of docs/environments.md (regenerate with `python -m flywheel.environments.catalog`);
+    versions change with the verifiers, so `flywheel envs list` shows them, not this table."""
+    out = ["| domain | environment | family | levels |", "| --- | --- | --- | --- |"]
     for e in cat["environments"]:
         for d in e["domains"]:
             lv = f"1-{max(d['levels'])}" if d["levels"] else "-"
-            out.append(f"| `{d['domain']}` | {e['name']} | {e['family']} | `{e['version']}` | {lv} |")
+            out.append(f"| `{d['domain']}` | {e['name']} | {e['family']} | {lv} |")
     return "\n".join(out)
 
 
