@@ -39,6 +39,10 @@ def test_every_catalogued_defect_fails_the_hidden_tests_and_its_fix_passes(sandb
                     if f.reward != 1.0]
     assert len(specs) >= 70 and not untouched_passed and not fixed_failed, (untouched_passed[:2], fixed_failed[:2])
     assert all("tests failed" in u.reason for u, _ in results)  # a real test failure, not a void run
+    # the visible tests show most defects, so `run_tests` gives the model a signal before it submits
+    shown = [any(f.startswith(tuple(s.test_files)) for f in u.details["failures"]) for s, (u, _) in
+             zip(specs, results, strict=True)]
+    assert sum(shown) >= 0.9 * len(specs), sum(shown)
 
 
 def test_40_tasks_reference_passes_untouched_fails_and_nothing_is_left_behind(tmp_path, monkeypatch):

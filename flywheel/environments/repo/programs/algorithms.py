@@ -44,6 +44,15 @@ def test_found():
 
 def test_absent():
     assert index_of([1, 3, 5, 7], 4) == -1
+
+
+def test_ends_and_lower_bound():
+    from bsearch import lower_bound
+
+    assert index_of([1, 3, 5, 7], 1) == 0
+    assert index_of([1, 3, 5, 7], 7) == 3
+    assert lower_bound([1, 2, 2, 5], 2) == 1
+    assert lower_bound([1, 2], 9) == 2
 ''',
     hidden_test='''from bsearch import index_of, lower_bound
 
@@ -130,6 +139,14 @@ def test_small_primes():
 
 def test_sieve():
     assert primes_up_to(20) == [2, 3, 5, 7, 11, 13, 17, 19]
+
+
+def test_factorize_and_squares():
+    from primes import factorize
+
+    assert factorize(12) == [2, 2, 3]
+    assert not is_prime(49)
+    assert primes_up_to(49)[-1] == 47
 ''',
     hidden_test='''from primes import factorize, is_prime, primes_up_to
 
@@ -206,6 +223,12 @@ def test_to_roman():
 
 def test_from_roman():
     assert from_roman("XLII") == 42
+
+
+def test_subtractive_pairs():
+    assert to_roman(40) == "XL"
+    assert to_roman(90) == "XC"
+    assert from_roman("IX") == 9
 ''',
     hidden_test='''from roman import from_roman, to_roman
 
@@ -284,6 +307,15 @@ def test_leap():
 def test_day_of_year():
     assert day_of_year(2023, 1, 1) == 1
     assert day_of_year(2023, 3, 1) == 60
+
+
+def test_centuries_and_adding():
+    from dates import add_days, days_in_month
+
+    assert not is_leap(1900) and is_leap(2000)
+    assert days_in_month(2024, 2) == 29
+    assert add_days(2023, 1, 31, 1) == (2023, 2, 1)
+    assert day_of_year(2023, 4, 1) == 91
 ''',
     hidden_test='''from dates import add_days, day_of_year, days_in_month, is_leap
 
@@ -361,6 +393,14 @@ def test_mean():
 
 def test_median_odd():
     assert median([3, 1, 2]) == 2
+
+
+def test_median_even_and_variance():
+    from stats import mode, variance
+
+    assert median([1, 2, 3, 4]) == 2.5
+    assert variance([1, 3]) == 1
+    assert mode([2, 1, 2]) == 2
 ''',
     hidden_test='''from stats import mean, median, mode, variance
 

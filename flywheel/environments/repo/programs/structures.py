@@ -51,6 +51,11 @@ def test_peek():
     s = Stack([1, 2, 3])
     assert s.peek() == 3
     assert len(s) == 3
+
+
+def test_is_empty():
+    assert Stack().is_empty()
+    assert not Stack([1]).is_empty()
 ''',
     hidden_test='''from stack import Stack
 
@@ -155,6 +160,15 @@ def test_missing_key():
     c = LRUCache(1)
     assert c.get("zzz") is None
     assert c.get("zzz", 7) == 7
+
+
+def test_eviction_order():
+    c = LRUCache(2)
+    c.put("a", 1)
+    c.put("b", 2)
+    c.get("a")
+    c.put("c", 3)
+    assert c.keys() == ["a", "c"]
 ''',
     hidden_test='''from lru import LRUCache
 
@@ -254,6 +268,13 @@ def test_append_under_capacity():
     r.append(2)
     assert r.to_list() == [1, 2]
     assert len(r) == 2
+
+
+def test_overwrite():
+    r = RingBuffer(2)
+    for i in (1, 2, 3):
+        r.append(i)
+    assert r.to_list() == [2, 3]
 ''',
     hidden_test='''from ring import RingBuffer
 
@@ -327,6 +348,13 @@ def test_disjoint():
 
 def test_overlap():
     assert merge([(1, 3), (2, 6)]) == [(1, 6)]
+
+
+def test_unsorted_touching():
+    from intervals import total_length
+
+    assert merge([(5, 6), (1, 5)]) == [(1, 6)]
+    assert total_length([(0, 2), (4, 5)]) == 3
 ''',
     hidden_test='''from intervals import merge, total_length
 
@@ -392,6 +420,13 @@ def test_identity():
 
 def test_square_product():
     assert matmul([[1, 2], [3, 4]], [[5, 6], [7, 8]]) == [[19, 22], [43, 50]]
+
+
+def test_transpose_and_trace():
+    from matrix import trace, transpose
+
+    assert transpose([[1, 2]]) == [[1], [2]]
+    assert trace([[1, 2], [3, 4]]) == 5
 ''',
     hidden_test='''from matrix import identity, matmul, trace, transpose
 

@@ -47,6 +47,10 @@ def tokenize(text):
 
 def test_simple():
     assert tokenize("1 + 2") == [("num", "1"), ("op", "+"), ("num", "2")]
+
+
+def test_names_and_decimals():
+    assert tokenize("x1 - 2.5") == [("name", "x1"), ("op", "-"), ("num", "2.5")]
 ''',
     hidden_test='''from tokenizer import tokenize
 
@@ -118,6 +122,14 @@ def test_short():
 
 def test_breaks():
     assert wrap("aa bb cc", 5) == ["aa bb", "cc"]
+
+
+def test_width_is_a_maximum():
+    from wrap import fill
+
+    assert wrap("ab cd", 5) == ["ab cd"]
+    assert wrap("ab cd", 4) == ["ab", "cd"]
+    assert fill("ab cd", 4) == "ab\\ncd"
 ''',
     hidden_test='''from wrap import fill, wrap
 
@@ -195,6 +207,10 @@ def test_encode():
 
 def test_decode():
     assert decode("2x1y") == "xxy"
+
+
+def test_multi_digit_counts():
+    assert decode("10a") == "a" * 10
 ''',
     hidden_test='''from rle import decode, encode
 
@@ -251,6 +267,12 @@ def top(text, k):
 
 def test_counts():
     assert counts("a b a") == {"a": 2, "b": 1}
+
+
+def test_top():
+    from words import top
+
+    assert top("b a b, A! c", 2) == [("a", 2), ("b", 2)]
 ''',
     hidden_test='''from words import counts, top, words
 
@@ -304,6 +326,13 @@ def decrypt(text, k):
 
 def test_encrypt():
     assert encrypt("abc", 1) == "bcd"
+
+
+def test_wrap_around_and_decrypt():
+    from caesar import decrypt
+
+    assert encrypt("Zz", 1) == "Aa"
+    assert decrypt("bcd", 1) == "abc"
 ''',
     hidden_test='''from caesar import decrypt, encrypt
 
