@@ -57,7 +57,7 @@ class RepoSpec:
         if not hidden:
             raise TaskError(f"{where}.hidden_tests is empty: nothing would judge the result")
         for p, src in hidden.items():
-            err = path_error(p)
+            err = path_error(p) or (f"{p!r} is also a repository file" if p in snap.files else None)
             if err or not isinstance(src, str):
                 raise TaskError(f"{where}.hidden_tests: {err or f'{p!r} must map to text'}")
         want = ref.get("snapshot_sha256")

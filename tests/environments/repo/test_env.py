@@ -215,3 +215,26 @@ def test_env_protocol_surface():
         env.tasks("repo", "test", 1, seed=0)
     task = env.tasks("repo", "train", 1, seed=0)[0]
     assert env.step(env.reset(task), ToolCall("nope", {})).error
+
+
+@pytest.mark.parametrize("response", [None, 3, {"files": {}}, [], [1, 2], [{"role": "assistant", "tool_calls": ["x"]}],
+                                      "no calls at all", '<tool_call>{"name": 1}</tool_call>', "[{\"role\": oops",
+                                      '<tool_call>{"name": "write_file", "arguments": "{bad"}</tool_call>',
+                                      "<tool_call>" + "x" * 300_000 + "</tool_call>"])
+def test_malformed_responses_score_zero_without_raising(repo_env, response):
+    task = generate("train", 1, seed=0, level=1)[0]
+    v = repo_env.verify(task, response)
+    assert v.reward == 0.0 and not v.passed and v.details["snapshot_sha256"] == task.reference["snapshot_sha256"]
+
+
+def test_bad_task_references_are_task_errors():
+    from flywheel.verifiers.common import TaskError
+
+    task = generate("train", 1, seed=0, level=1)[0]
+    ref = dict(task.reference)
+    for broken, why in [(dict(ref, snapshot_sha256="0" * 64), "hash to"), (dict(ref, hidden_tests={}), "empty"),
+                        (dict(ref, test_files=["nope.py"]), "not a file"),
+                        (dict(ref, hidden_tests={ref["test_files"][0]: "x = 1\n"}), "also a repository file"),
+                        ({k: v for k, v in ref.items() if k != "files"}, "missing field 'files'")]:
+        with pytest.raises(TaskError, match=why):
+            RepoSpec.from_reference(broken)
