@@ -234,6 +234,12 @@ def test_nan_and_infinity_are_not_json(text, rec, tmp_path):
     '{"id": "d1", "task_id": "a", "task_id": "b"}',
     '{"id": "d1", "id": "d2"}',
     '{"id": "d1", "messages": [], "messages": [{"role": "user", "content": "x"}]}',
+    '{"id": "d1", "reference": null, "reference": {"answer": "1"}}',  # a repeat whose first value is null
+    '{"id": "d1", "domain": "math", "domain": "math"}',  # the same value twice is still ambiguous JSON
+    '{"id": "d1", "\\u0074ask_id": "a", "task_id": "b"}',  # one spelt with an escape
+    '{"id": "d1", "note": 1, "note": 2}',  # an unknown field twice
+    '{"id": "d1", "note": 1, "task_id": "a", "task_id": "b"}',  # a known one twice beside an unknown one
+    '{"id": "d1", "note": 1, "other": 2, "other": 3}',
 ])
 def test_duplicate_keys_are_quarantined(line, rec, tmp_path):
     base = {k: v for k, v in rec("z").items() if k not in json.loads(line)}
@@ -254,3 +260,18 @@ def test_integer_ids_beyond_64_bits_are_kept_as_their_text(n, rec, tmp_path):
     assert ids == {str(n), "rok"} and not q
     r2, _, _ = _run(logs, tmp_path)  # re-ingest: the same key
     assert r2.duplicates == 2 and r2.ingested == 0
+
+
+@pytest.mark.parametrize("fields", [
+    {"note": 1},  # an unknown field: kept in extra, no repeat
+    {"note": 1, "other": {"id": 1, "task_id": 2}},  # known names nested inside an unknown field
+    {"outcome": {"id": "o", "model": "m", "outcome": {"outcome": 1}}},  # known names nested in a known one
+    {"reference": None},  # a known field present with null
+    {"id": ...},  # no id at all
+])
+def test_no_repeat_no_duplicate_key_verdict(fields, rec, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text(json.dumps(rec("x", **fields)) + "\n")
+    r, q, ids = _run(logs, tmp_path)
+    assert r.ingested == 1 and not q, q
