@@ -35,23 +35,12 @@ def _nondumpable():
         return False
 
 
-DUMPABLE_OFF = _nondumpable()
-OUT_FD = os.dup(1)
-
-
 def _shrug(signum, frame):
     """Children share our uid and can signal us: catchable signals change nothing."""
 
 
-for _name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGPIPE"):
-    if hasattr(signal, _name):
-        signal.signal(getattr(signal, _name), _shrug)
-CFG = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-sys.stdin.close()
-NONCE = CFG.pop("nonce")
-DEADLINE = time.monotonic() + float(CFG["timeout_s"])
 MAX_FRAME = 1 << 20
-TAIL = int(CFG.get("output_tail", 2000))
+OUT_FD, NONCE, DEADLINE, TAIL = 1, "", 0.0, 2000  # set by main(), before anything else runs
 
 CHILD = r'''
 import json, linecache, os, struct, sys, traceback, types
@@ -201,18 +190,34 @@ def run_all(tests):
     return rep
 
 
-STARTED = []
-try:
-    say("-started")  # from here the repository's code runs: a missing verdict is its failure
-    STARTED.append(True)
-    result = run_all(CFG["tests"])
-    result["dumpable_off"] = DUMPABLE_OFF
-except BaseException as e:
-    why = "%s: %s" % (type(e).__name__, e)
-    result = {"status": "disrupted" if STARTED else "harness_error", "reason": why[:300]}
-try:
-    text = json.dumps(result)
-except (TypeError, ValueError) as e:
-    text = json.dumps({"status": "disrupted", "reason": "result not serialisable: %s" % e})
-say(" " + text)
-os._exit(0)
+def main():
+    global OUT_FD, NONCE, DEADLINE, TAIL
+    dumpable_off = _nondumpable()  # before anything secret is in memory
+    OUT_FD = os.dup(1)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGPIPE"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _shrug)
+    cfg = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    sys.stdin.close()
+    NONCE = cfg.pop("nonce")
+    DEADLINE = time.monotonic() + float(cfg["timeout_s"])
+    TAIL = int(cfg.get("output_tail", 2000))
+    started = False
+    try:
+        say("-started")  # from here the repository's code runs: a missing verdict is its failure
+        started = True
+        result = run_all(cfg["tests"])
+        result["dumpable_off"] = dumpable_off
+    except BaseException as e:
+        why = "%s: %s" % (type(e).__name__, e)
+        result = {"status": "disrupted" if started else "harness_error", "reason": why[:300]}
+    try:
+        text = json.dumps(result)
+    except (TypeError, ValueError) as e:
+        text = json.dumps({"status": "disrupted", "reason": "result not serialisable: %s" % e})
+    say(" " + text)
+    os._exit(0)
+
+
+if __name__ == "__main__":  # as the sandbox's main.py; importing it (tests walk the package) does nothing
+    main()
