@@ -238,3 +238,19 @@ def test_bad_task_references_are_task_errors():
                         ({k: v for k, v in ref.items() if k != "files"}, "missing field 'files'")]:
         with pytest.raises(TaskError, match=why):
             RepoSpec.from_reference(broken)
+
+
+def test_served_through_the_registries(repo_env):
+    """As an installed plugin: the environment registry finds the domain, the verifier registry wraps it, and a
+    task travels as the design's task dict (what `flywheel verify` lines and the logs carry)."""
+    from flywheel.environments.registry import EnvironmentRegistry
+    from flywheel.verifiers.registry import VerifierRegistry
+
+    envs = EnvironmentRegistry([repo_env])
+    assert envs.for_domain("repo") is repo_env and envs.family_of("repo") == "repo"
+    verifiers = VerifierRegistry(environments=envs)
+    task = repo_env.tasks("repo", "heldout", 1, seed=0)[0]
+    v = verifiers.get("repo")
+    assert v.version == repo_env.version
+    assert v.verify(task.verifier_task(), task.solution).reward == 1.0
+    assert v.verify(task.verifier_task(), "").reward == 0.0
