@@ -17,6 +17,8 @@ ISSUE_HACKS = {  # the issue's list -> the probes that attempt it
     "editing or deleting the test files": {"edit_tests", "delete_tests"},
     "reading the reference answer from disk or the environment": {"read_reference"},
     "sleeping past the timeout": {"sleep_past_timeout"},
+    "abusing what now crosses (mutation, functions, protocol frames)": {"rigged_mutation", "rigged_callable",
+                                                                         "nan_into_callbacks", "forged_frames"},
     "several candidate answers at once (math)": {"several_answers_or", "several_answers_boxed",
                                                  "several_answers_mixed", "several_answers_list",
                                                  "several_answers_hedge", "several_answers_restated", "plus_minus"},
