@@ -11,15 +11,18 @@ What makes it hard to game (see `_harness.py` for the mechanism):
   must equal the hash of the task's tests;
 - the model's code runs in a separate process and only plain values cross back, so `__eq__`
   overrides, patched builtins/`assert`/unittest/pytest, `conftest.py`, `sys.exit(0)` and fake
-  "PASSED" prints change nothing;
+  "PASSED" prints change nothing; what one process would share still crosses (in-place mutation
+  of arguments, functions and generators as references, big ints, Fraction; `_harness_rpc.py`);
 - the verdict is read from the single stdout line carrying a per-run random nonce the model's
   process never sees, from a judge that exited 0; two such lines (a forgery) fail;
 - any file the model adds, edits or deletes in the work dir fails the verdict, and so does any
   change to the harness itself (hash of the collected `main.py`, where the backend writes it);
 - the judge enforces the time limit itself, and the sandbox's wall clock backs it up;
-- what the candidate can do to the judge (signal or kill it, overflow its work-dir walk) fails the
-  candidate: the judge marks the moment the candidate starts, and only a judge that broke before
-  that mark (or a sandbox that did not start) is an infrastructure error.
+- what the candidate can do to the judge (signal, kill, stop or `prlimit` it, overflow its work-dir
+  walk, plant FIFOs, break the call protocol) fails the candidate: the judge marks the moment the
+  candidate starts, and only a judge that broke before that mark (or a sandbox that did not
+  start) is an infrastructure error. A timeout is always the candidate's 0 (never cached): the
+  candidate can load the machine itself, so load alone cannot excuse it here.
 """
 
 from __future__ import annotations
