@@ -47,7 +47,7 @@ from flywheel.verifiers.math_answer import (
 )
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
-VERSION = "math-3"
+VERSION = "math-4"
 MAX_CANDIDATES = 8
 CPU_SHARE = 0.9
 """The deadline is CPU time: a worker that spent this share of `timeout_s` on CPU for one request was

@@ -56,10 +56,15 @@ _HEDGE_RE = re.compile(
 )
 HEDGE_WORD_RE = re.compile(
     r"(?i)\bor\b|\beither\b|\bpossibly\b|\bmaybe\b|\bperhaps\b|\balternatively\b|\\lor\b|\\vee\b|\\pm\b|±|\\mp\b|∓"
+    r"|\bwait\b|\bcorrection\b|\bcorrected\b|\bon\s+second\s+thought\b|\boops\b|\btypo\b|\bscratch\s+that\b|\bI\s+meant\b"
 )
-"""A hedge inside one candidate ("42 or 43", "42, possibly 43", "7 \\pm 1") makes it several answers."""
+"""A hedge or correction inside one candidate ("42 or 43", "42, possibly 43", "7 \\pm 1", "42 (oops, 43)")
+makes it several answers."""
 _HEDGE_WORDS = (r"\bpossibly\b|\bmaybe\b|\bperhaps\b|\balternatively\b|\bmight\s+(?:also\s+)?be\b|"
-                r"\bcould\s+(?:also\s+)?be\b|\bnot\s+sure\b|\bunsure\b")
+                r"\bcould\s+(?:also\s+)?be\b|\bnot\s+sure\b|\bunsure\b|"
+                # a correction after the final answer states another one: "Answer: 42. Wait, actually 43."
+                r"\bwait\b|\bcorrection\b|\bcorrected\b|\bon\s+second\s+thought\b|\boops\b|\btypo\b|"
+                r"\bscratch\s+that\b|\bI\s+meant\b")
 _TRAIL_HEDGE_RE = re.compile(
     r"(?i)(?:" + _HEDGE_WORDS + r")[^.\n\d]{0,40}\d"
     r"|\d[^\s.]{0,20}\s+(?:is\s+|works\s+|would\s+be\s+)?(?:also|too|as\s+well)\b"

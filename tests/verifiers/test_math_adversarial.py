@@ -108,3 +108,31 @@ def test_answers_in_content_parts_are_judged(solo, shape):
     assert not mv.verify({"answer": "42"}, wrap(43)).passed, shape
     image = [{"type": "image_url", "image_url": {"url": "Answer: 42"}}]
     assert not mv.verify({"answer": "42"}, image).passed
+
+
+@pytest.mark.parametrize("response", [
+    "Final answer: 42. Correction: 43.",
+    "Answer: 42. Wait, actually 43.",
+    "\\boxed{42}\n\nOn second thought, 43.",
+    "Answer: 42 (oops, 43)",
+    "Answer: 42. Typo: it is 43.",
+    "Answer: 42. Scratch that: 43.",
+    "Answer: 42 -- I meant 43.",
+])
+def test_a_correction_after_the_final_answer_is_a_second_answer(solo, response):
+    mv, _ = solo
+    v = mv.verify({"answer": "42"}, response)
+    assert not v.passed and v.reward == 0.0, v
+    assert not mv.verify({"answer": "43"}, response).passed  # neither value is the stated one
+
+
+@pytest.mark.parametrize("response", [
+    "Answer: 42. Check: 6 \\times 7 = 42.",
+    "Answer: 42\n\nWaiting is not needed: 6 \\cdot 7 = 42.",
+    "Wait, let me recompute: 6 \\times 7 = 42. Answer: 42",  # a correction *before* the final answer is reasoning
+    "I first got 41 (a typo). Answer: 42",
+    "\\boxed{42}",
+])
+def test_honest_answers_around_correction_words_still_pass(solo, response):
+    mv, _ = solo
+    assert mv.verify({"answer": "42"}, response).passed, response
