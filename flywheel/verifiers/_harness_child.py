@@ -16,6 +16,7 @@ def _main():
         _sys.set_int_max_str_digits(0)  # a right answer with a 5,000-digit int must cross and compare
     rfd, wfd, entry = int(_sys.argv[1]), int(_sys.argv[2]), _sys.argv[3]
     peer = Peer(rfd, wfd)
+    peer.capture = True
     ns = {"__name__": "__solution__", "__builtins__": _builtins}
     try:
         with open("solution.py", encoding="utf-8") as f:

@@ -20,14 +20,17 @@ not name NaN) and treats every protocol fault as fatal (`Broken`, sticky); the c
 no deadline and exits when the judge's pipe closes.
 """
 
-import builtins
+import io
 import json
 import os
 import select
 import struct
+import sys
 import time
 
-MAX_DEPTH = 200
+if "writeback" not in globals():  # imported as a module; in the sandbox _harness_values.py's source runs first
+    from flywheel.verifiers._harness_values import MAX_DEPTH, rebuild, writeback
+
 MAX_FRAME = 32 << 20
 MAX_NEST = 64
 ITER_CHUNK = 1000
@@ -47,6 +50,7 @@ class Peer:
         self.buf, self.local, self.ids = b"", [], {}
         self.seq = self.nest = self.calls = 0
         self.fatal = None
+        self.capture = False  # the candidate's side: what a call prints goes back with its answer
         if deadline is not None:
             os.set_blocking(wfd, False)
 
@@ -259,6 +263,9 @@ class Peer:
                     raise self.broken("candidate broke the call protocol")
         finally:
             self.nest -= 1
+        out = msg.get("out")
+        if type(out) is str and out and sys.stdout is not sys.__stdout__:
+            sys.stdout.write(out)  # the test captures stdout (redirect_stdout): it sees what the call printed
         if "mut" in msg:
             self._apply_mut(args, kwargs, msg["mut"])
         if "exc" in msg:
@@ -275,6 +282,7 @@ class Peer:
     def serve(self, msg):
         """Answer one call from the other side: run the local function, send back result and mutations."""
         rid, fid, args, kwargs = msg.get("id"), msg.get("fn"), [], {}
+        saved = self._capture()
         try:
             if type(fid) is not int or not 0 <= fid < len(self.local):
                 raise TypeError("no such function")
@@ -296,6 +304,9 @@ class Peer:
             if self.fatal:
                 raise Broken(self.fatal) from None
             rep = {"op": "ret", "id": rid, "exc": type(e).__name__, "msg": str(e)[:500]}
+        printed = self._captured(saved)
+        if printed:
+            rep["out"] = printed
         try:
             mut = self._mutations(msg, args, kwargs)
         except BaseException as e:
@@ -307,6 +318,29 @@ class Peer:
             self.send(rep)
         except (TypeError, ValueError) as e:
             self.send({"op": "ret", "id": rid, "exc": "TypeError", "msg": "value cannot be passed back: %s" % e})
+
+    def _capture(self):
+        if not self.capture:
+            return None
+        saved, sys.stdout = sys.stdout, io.StringIO()
+        return saved
+
+    def _captured(self, saved):
+        """What the call printed; the outermost call also copies it to the real stdout (the log)."""
+        if saved is None:
+            return ""
+        try:
+            text = sys.stdout.getvalue()
+            text = text if type(text) is str else ""
+        except BaseException:
+            text = ""
+        sys.stdout = saved
+        if text and not isinstance(saved, io.StringIO):
+            try:
+                saved.write(text)
+            except BaseException:
+                pass
+        return text[-65536:]
 
     def _mutations(self, msg, args, kwargs):
         """The new content of every mutable argument the call changed, by position and name."""
@@ -345,56 +379,3 @@ class Proxy:
 
     def __call__(self, *args, **kwargs):
         return self.peer.call(self.idx, args, kwargs)
-
-
-def rebuild(name, msg):
-    """The exception the other side raised, as a built-in class of the same name where one exists.
-
-    StopIteration becomes RuntimeError (as PEP 479 does inside generators): raised into a test's
-    `map` or generator it would end the loop silently and let the test pass."""
-    name, msg = str(name)[:80], str(msg)[:500]
-    if name in ("StopIteration", "StopAsyncIteration"):
-        return RuntimeError("raised %s: %s" % (name, msg))
-    cls = getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, Warning):
-        try:
-            return cls(msg)
-        except TypeError:
-            pass
-    return RuntimeError("%s: %s" % (name, msg))
-
-
-def writeback(orig, new, depth=0):
-    """Make `orig` equal `new` in place (nested lists/dicts keep identity); False when it cannot."""
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(orig, list) and type(new) is list:
-        if len(orig) != len(new):
-            orig[:] = new
-            return True
-        for i, n in enumerate(new):
-            if not writeback(orig[i], n, depth + 1) and not _same(orig[i], n):
-                orig[i] = n
-        return True
-    if isinstance(orig, dict) and type(new) is dict:
-        for k in [k for k in orig if k not in new]:
-            del orig[k]
-        for k, n in new.items():
-            if not (k in orig and (writeback(orig[k], n, depth + 1) or _same(orig[k], n))):
-                orig[k] = n
-        return True
-    if isinstance(orig, set) and type(new) is set:
-        orig.clear()
-        orig.update(new)
-        return True
-    if isinstance(orig, bytearray) and type(new) in (bytes, bytearray):
-        orig[:] = new
-        return True
-    return False
-
-
-def _same(a, b):
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except Exception:
-        return False

@@ -43,7 +43,7 @@ from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 _HERE = Path(__file__).parent
 HARNESS_SOURCE = (_HERE / "_harness.py").read_text(encoding="utf-8")
 """The judge, run as `main.py`; the call protocol and the candidate's side travel to it over stdin."""
-RPC_SOURCE = (_HERE / "_harness_rpc.py").read_text(encoding="utf-8")
+RPC_SOURCE = "\n".join((_HERE / f).read_text(encoding="utf-8") for f in ("_harness_values.py", "_harness_rpc.py"))
 CHILD_SOURCE = (_HERE / "_harness_child.py").read_text(encoding="utf-8")
 HARNESS_SHA256 = hashlib.sha256(HARNESS_SOURCE.encode()).hexdigest()
 VERSION = "code-2-" + hashlib.sha256((HARNESS_SOURCE + RPC_SOURCE + CHILD_SOURCE).encode()).hexdigest()[:8]

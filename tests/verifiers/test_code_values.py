@@ -100,6 +100,12 @@ CASES = {  # name -> (task, right solution, wrong solution)
         "from collections import deque\ndef shapes(n):\n    return range(n), deque(range(n)), dict.fromkeys(range(n)).keys()\n",
         "def shapes(n):\n    return range(n), list(range(n)), dict.fromkeys(range(n)).keys()\n",
     ),
+    "printed_output_captured_by_the_test": (
+        task("show", "    import contextlib, io\n    buf = io.StringIO()\n    with contextlib.redirect_stdout(buf):\n"
+                     "        candidate(3)\n        candidate(4)\n    assert buf.getvalue() == '3\\n4\\n', buf.getvalue()\n"),
+        "def show(n):\n    print(n)\n",
+        "def show(n):\n    print(n + 1)\n",
+    ),
 }
 
 
