@@ -148,6 +148,8 @@ class Peer:
             return {"t": "fraction", "v": [int(x.numerator), int(x.denominator)]}
         if m in ("decimal", "_decimal", "_pydecimal") and name == "Decimal":
             return {"t": "decimal", "v": str(x)}
+        if m.split(".")[0] == "numpy" and hasattr(x, "dtype") and hasattr(x, "tolist"):
+            return self.enc(x.tolist(), d)  # numpy scalars and arrays as the Python values they hold
         if m == "collections" and name == "deque":
             return {"t": "deque", "v": [self.enc(i, d) for i in x]}
         if name in ("dict_keys", "dict_items", "dict_values") and m == "builtins":

@@ -106,6 +106,15 @@ CASES = {  # name -> (task, right solution, wrong solution)
         "def show(n):\n    print(n)\n",
         "def show(n):\n    print(n + 1)\n",
     ),
+    "numpy_values": (  # a stand-in for numpy (not installed in every sandbox): same module name and methods
+        task("total", "    assert candidate([1, 2]) == 3 and candidate([]) == [0, 0]\n"),
+        "class _N:\n    __module__ = 'numpy'\n    dtype = 'int64'\n    def __init__(self, v):\n        self.v = v\n"
+        "    def tolist(self):\n        return self.v\n"
+        "def total(xs):\n    return _N(sum(xs)) if xs else _N([0, 0])\n",
+        "class _N:\n    __module__ = 'numpy'\n    dtype = 'int64'\n    def tolist(self):\n        return self\n"
+        "    def __eq__(self, o):\n        return True\n"
+        "def total(xs):\n    return _N()\n",
+    ),
 }
 
 
