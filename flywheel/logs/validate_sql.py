@@ -163,11 +163,11 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     checks.append(_message_check(P))
     cols = ", ".join(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}, s[{i + 1}] AS s_{f}" for i, f in enumerate(FIELDS))
     return f"""
-    WITH a AS (
-        SELECT line_no, line, json_valid(line) AS ok FROM _b
-    ), a2 AS (  -- `top` in its own step: were json_type(line) repeated in b's guards, DuckDB would hoist
-                --  the shared call out of the CASEs and run it on malformed lines too (an error)
-        SELECT line_no, line, ok, CASE WHEN ok THEN json_type(line) END AS top FROM a
+    WITH a AS (  -- one parse: TRY(json_type) is NULL exactly when the line is not JSON
+        SELECT line_no, line, TRY(json_type(line)) AS top FROM _b
+    ), a2 AS (  -- `ok` and `top` in their own step: were json_type(line) repeated in b's guards, DuckDB
+                --  would hoist the shared call out of the CASEs and run it on malformed lines too
+        SELECT line_no, line, top IS NOT NULL AS ok, top FROM a
     ), b AS (  -- one pass each for the values, their JSON types and their unquoted strings (paths in FIELDS order)
         SELECT line_no, line, ok, top,
                CASE WHEN top = 'OBJECT' THEN json_extract(line, {paths}) END AS v,
