@@ -11,6 +11,7 @@ import yaml
 
 from assets.training import RlvrConfig, rlvr_policy
 from resources.gpu import GpuResource
+from resources.ray import RayResource
 from resources.rollout import RolloutEngineResource
 from resources.trainer import TrainerResource
 
@@ -44,7 +45,7 @@ def _materialize_and_check(instance, release, base, flywheel_home, storage):
     result = dg.materialize(
         [rlvr_policy], partition_key=release, instance=instance, run_config=run_config,
         resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "storage": storage,
-                   "rollout_engine": RolloutEngineResource()},
+                   "rollout_engine": RolloutEngineResource(), "ray": RayResource()},
     )
     assert result.success
     mat = result.asset_materializations_for_node("rlvr_policy")[0]

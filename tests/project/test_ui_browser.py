@@ -126,6 +126,7 @@ def test_a_finished_run_shows_progress_lines_and_links_its_mlflow_run(webserver,
 
     from assets.training import RlvrConfig, rlvr_policy
     from resources.gpu import GpuResource
+    from resources.ray import RayResource
     from resources.rollout import RolloutEngineResource
     from resources.trainer import TrainerResource
 
@@ -143,7 +144,7 @@ def test_a_finished_run_shows_progress_lines_and_links_its_mlflow_run(webserver,
                 stage="rl", steps=2, prompts_per_step=2, group_size=3, max_new_tokens=8,
                 domain_weights={"math": 1.0}, checkpoint_every=0, dev_every=0)}),
             resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1),
-                       "storage": storage, "rollout_engine": RolloutEngineResource()})
+                       "storage": storage, "rollout_engine": RolloutEngineResource(), "ray": RayResource()})
     assert result.success
     run_page = _chrome(chromium, tmp_path, "--dump-dom", f"{webserver}/runs/{result.run_id}").stdout.decode(
         errors="replace")
