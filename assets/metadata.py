@@ -7,6 +7,7 @@ here instead of re-deriving a location.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import dagster as dg
@@ -30,3 +31,21 @@ def upstream_value(context: dg.AssetExecutionContext, asset: str, key: str, part
     if value is None:
         raise dg.Failure(f"{asset}[{part}] has recorded no `{key}`: materialize {asset} for {part} first")
     return value
+
+
+def policy_metadata(res: Any, log_partitions: list[str], start_label: str) -> dict[str, Any]:
+    """`rlvr_policy`'s metadata from its `TrainResult`: where the policy is, its MLflow run, the run's
+    figures (steps, reward, idle shares) and the reward curve inline."""
+    png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
+    return {
+        "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
+        "log_partitions": dg.MetadataValue.json(log_partitions),
+        "mlflow_run_id": res.mlflow_run_id or "",
+        **({"mlflow_run": dg.MetadataValue.url(res.mlflow_run_url)} if res.mlflow_run_url else {}),
+        "final_reward": dg.MetadataValue.float(float(res.final_reward)),
+        "trained_from": start_label, "steps": res.steps_done, "wall_s": round(res.wall_s, 1),
+        "stop_reason": res.stop_reason, "lr_horizon": res.horizon, "dev_best": dg.MetadataValue.json(res.dev_best),
+        "sampled": dg.MetadataValue.json(res.sources), "difficulty_rows": res.difficulty_rows,
+        "reward_curve": dg.MetadataValue.md(f"![reward curve](data:image/png;base64,{png})"),
+        **{k.replace("/", "_"): round(v, 4) for k, v in res.idle_shares.items()},
+    }

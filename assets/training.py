@@ -2,7 +2,6 @@
 per base model; the run's per-task attempts go back into difficulty_history."""
 
 
-import base64
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.config import config_class
-from assets.metadata import latest_metadata, upstream_value
+from assets.metadata import latest_metadata, policy_metadata, upstream_value
 from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
 from flywheel.train.config import GRPOConfig
@@ -71,22 +70,9 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     res = train_policy(cfg, start, release, paths=paths, rft=config.nested_lib(RFT_PREFIX),
                        telemetry=ray.telemetry(storage.telemetry()), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions},
-                       **ray.training_kwargs())  # Ray verifier/rollout fleets when configured; {} in process
-    png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
+                       **ray.training_kwargs(rollout_engine.generator_factory()))
     return dg.MaterializeResult(
-        metadata={
-            "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
-            "log_partitions": dg.MetadataValue.json(log_partitions),
-            "mlflow_run_id": res.mlflow_run_id or "",
-            **({"mlflow_run": dg.MetadataValue.url(res.mlflow_run_url)} if res.mlflow_run_url else {}),
-            "final_reward": dg.MetadataValue.float(float(res.final_reward)),
-            "trained_from": start_label, "steps": res.steps_done, "wall_s": round(res.wall_s, 1), "stop_reason": res.stop_reason,
-            "lr_horizon": res.horizon, "dev_best": dg.MetadataValue.json(res.dev_best),
-            "sampled": dg.MetadataValue.json(res.sources), "difficulty_rows": res.difficulty_rows,
-            "reward_curve": dg.MetadataValue.md(f"![reward curve](data:image/png;base64,{png})"),
-            **{k.replace("/", "_"): round(v, 4) for k, v in res.idle_shares.items()},
-            **ray.metadata(),  # the Ray dashboard link and the fleets' busy/idle shares
-        },
+        metadata={**policy_metadata(res, log_partitions, start_label), **ray.metadata()},  # + Ray dashboard, fleet shares
         check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=res.sound,
                                            metadata={"steps": res.steps_done, "finished": res.finished})],
     )

@@ -128,12 +128,15 @@ class RayResource(dg.ConfigurableResource):
         self._conn = self._context = None
 
     # -- what the training asset asks for -------------------------------------------------------
-    def training_kwargs(self) -> dict[str, Any]:
-        """`score_fn` / `generator_factory` for `train_policy` ({} when off: the trainer's in-process defaults)."""
+    def training_kwargs(self, engine_factory: Any = None) -> dict[str, Any]:
+        """`score_fn` / `generator_factory` for `train_policy`: the Ray fleets when configured (a rollout fleet
+        wins over `engine_factory`, the rollout-engine resource's own generator, e.g. vLLM's); with Ray off,
+        only `engine_factory` when given ({}: the trainer's in-process defaults)."""
+        base = {"generator_factory": engine_factory} if engine_factory is not None else {}
         if not self.enabled:
-            return {}
+            return base
         cfg = self.fleet_config()
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = dict(base)
         if cfg.verifier_actors:
             from flywheel.fleet.verifier_fleet import FleetScorer
 

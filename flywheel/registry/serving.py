@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.gpu import GpuSpec
+from flywheel.rollout.chat import CHAT_TEMPLATE_FILE, write_chat_template
 
 NGRAM_SPECULATIVE = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
-CHAT_TEMPLATE_FILE = "chat_template.jinja"  # what flywheel.serving.vllm_server writes into the model folder
 VARIANT_REQUIRES = {"default": ("cpu", "cuda"), "fast": ("cuda",)}
 """The devices each variant starts on (fp8 and speculative decoding are GPU-only in vLLM)."""
 
@@ -88,8 +88,6 @@ def serving_manifest(
 def write_serving_manifest(out_dir: str | Path, manifest: dict[str, Any]) -> dict[str, Path]:
     """`serving.json`, `serving.yaml` and the chat template the manifest names, under `out_dir` (the model)."""
     import yaml  # optional: the YAML manifest is written only when asked
-
-    from flywheel.serving.vllm_server import write_chat_template
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@
 - Stopping stops the whole group: vLLM's engine and worker processes outlive the API server for
   20 s+ after its SIGTERM, so the group gets SIGTERM, then SIGKILL after a grace period, and
   `stop` returns the PIDs still alive (none, unless something is badly wrong).
+- `ServedEngine` is the client side: a `RolloutEngine` whose samples come from the endpoint through the
+  `openai` client, so the champion responder and a production day can send real traffic to it.
 """
 
 from __future__ import annotations
@@ -22,33 +24,11 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from flywheel.registry.serving import CHAT_TEMPLATE_FILE
-from flywheel.rollout.chat import ASSISTANT, EOS, USER
+from flywheel.rollout.chat import CHAT_TEMPLATE, CHAT_TEMPLATE_FILE, write_chat_template  # noqa: F401 (re-exported)
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-
-CHAT_TEMPLATE = (
-    "{%- set d = domain if domain is defined and domain else '' -%}"
-    "{%- for m in messages -%}"
-    "{%- if m['role'] == 'user' -%}"
-    "{{- '" + USER + "' + ('[' + d + '] ' if d else '') + m['content'] + '\\n' -}}"
-    "{%- elif m['role'] == 'assistant' -%}"
-    "{{- '" + ASSISTANT + "' + m['content'] + '" + EOS + "' -}}"
-    "{%- endif -%}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '" + ASSISTANT + "' -}}{%- endif -%}"
-)
-"""Jinja for `render_prompt`/`render_example`: user turns `<|user|>[domain] text\\n`, assistant turns
-`<|assistant|>text<|end|>`; system messages are not part of the trained format and are left out."""
-
-
-def write_chat_template(model_dir: str | Path) -> Path:
-    """Write the project's chat template into the checkpoint folder (what the tokenizer and vLLM load)."""
-    path = Path(model_dir) / CHAT_TEMPLATE_FILE
-    path.write_text(CHAT_TEMPLATE)
-    return path
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on right now."""
@@ -172,3 +152,90 @@ def stop_server(info: ServerInfo, grace_s: float = 15.0) -> list[int]:
     except ChildProcessError:
         pass
     return left
+
+
+class ServedEngine:
+    """A `RolloutEngine` over a served endpoint, through the `openai` client: production traffic as a real client.
+
+    Each context goes to `/v1/completions` as token ids (vLLM accepts them), one request per sample, sent
+    concurrently so the server batches them; the sampled ids come back as `token_id:N` strings
+    (`return_tokens_as_token_ids`). The multi-step tool loop runs here, client-side, as with the in-process
+    engines. Weights change only by serving another model: `update_weights` refuses.
+    """
+
+    name = "vllm-server"
+
+    def __init__(self, base_url: str, model: str, tokenizer: Any, timeout_s: float = 120.0, concurrency: int = 16):
+        import openai  # a dependency of vLLM; needed only by clients of a served endpoint
+
+        self.client = openai.OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "unused"),
+                                    timeout=timeout_s)
+        self.model, self.tokenizer, self.concurrency = model, tokenizer, concurrency
+        self.policy_version = 0
+        self.device = "cpu"  # where multistep's torch.Generator lives; requests carry their own seeds
+        self.eos_id: int = tokenizer.eos_token_id
+        self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
+        self._calls = 0
+
+    def update_weights(self, state_dict: Any, version: int) -> None:
+        raise NotImplementedError("a served endpoint's weights change by serving another model (flywheel serve)")
+
+    def _one(self, ids: list[int], sampling: Any, budget: int, stop_ids: set[int], stop: list[str],
+             seed: int) -> Any:
+        from flywheel.rollout.torch_engine import Sample
+
+        r = self.client.completions.create(
+            model=self.model, prompt=ids, max_tokens=max(1, budget), temperature=sampling.temperature,
+            top_p=sampling.top_p, seed=seed, logprobs=1, stop=stop or None,
+            extra_body={"stop_token_ids": sorted(stop_ids | {self.eos_id}), "include_stop_str_in_output": True,
+                        "skip_special_tokens": False, "return_tokens_as_token_ids": True})
+        c = r.choices[0]
+        toks = [int(t.split(":", 1)[1]) for t in (c.logprobs.tokens if c.logprobs else [])]
+        lps = [float(x or 0.0) for x in (c.logprobs.token_logprobs if c.logprobs else [])]
+        return Sample(toks, lps, "length" if c.finish_reason == "length" else "stop")
+
+    def sample_ids(self, contexts: Any, sampling: Any, max_new_tokens: Any = None, stop_token_ids: Any = None,
+                   stop_strings: Any = (), generator: Any = None) -> list[Any]:
+        """Same contract as the in-process engines' `sample_ids` (one request per context)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        n = len(contexts)
+        budgets = ([sampling.max_new_tokens if max_new_tokens is None else max_new_tokens] * n
+                   if max_new_tokens is None or isinstance(max_new_tokens, int) else list(max_new_tokens))
+        stops = stop_token_ids if isinstance(stop_token_ids, (list, tuple)) else [set(stop_token_ids or ())] * n
+        call, self._calls = self._calls, self._calls + 1
+        seeds = [(sampling.seed * 1_000_003 + call * 10_007 + i) % (2**31) for i in range(n)]
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, n))) as pool:
+            return list(pool.map(lambda i: self._one(list(contexts[i]), sampling, budgets[i], set(stops[i]),
+                                                     list(stop_strings), seeds[i]), range(n)))
+
+    def generate(self, prompts: Any, n_samples: int = 1, sampling: Any = None, tools: Any = None,
+                 max_steps: int = 1) -> list[Any]:
+        """`RolloutEngine.generate` through the endpoint (prompt-major; tools run client-side)."""
+        from flywheel.rollout.multistep import multistep_generate
+        from flywheel.rollout.types import SamplingParams
+
+        self._calls = 0
+        tl = list(tools) if tools is not None else [None] * len(prompts)
+        return multistep_generate(self, prompts, n_samples, sampling or SamplingParams(), tl, max(1, max_steps))
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode_response(self, token_ids: Any) -> str:
+        ids = list(token_ids)
+        if ids and ids[-1] == self.eos_id:
+            ids = ids[:-1]
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def served_engine(base_url: str, model: str) -> Any:
+    """An `EngineSpec` (`model_path -> engine`) for the endpoint: the champion responder and the production
+    day (`serve_production_day(..., engine=served_engine(url, name))`) then send their traffic through it."""
+
+    def make(model_path: str) -> ServedEngine:
+        from flywheel.rollout.checkpoint import load_tokenizer
+
+        return ServedEngine(base_url, model, load_tokenizer(model_path))
+
+    return make

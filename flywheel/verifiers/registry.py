@@ -54,9 +54,9 @@ class VerifierRegistry:
     def environments(self) -> Any:
         """The environment registry other domains come from (default: the installed environments)."""
         if self._environments is None:
-            from flywheel.environments.registry import default_environments
+            from flywheel.plugin_hooks import environments
 
-            self._environments = default_environments()
+            self._environments = environments()
         return self._environments
 
     def get(self, domain: str) -> Verifier:
@@ -65,11 +65,9 @@ class VerifierRegistry:
             return v
         # each domain's verifier (math-verify, the sandbox, the tool env) loads when first asked for
         if domain not in DOMAINS:
-            from flywheel.environments.registry import UnknownDomainError
-
             try:
                 v = EnvironmentVerifier(self.environments().for_domain(domain), domain)
-            except UnknownDomainError as e:
+            except KeyError as e:  # UnknownDomainError: the message names the installed domains
                 raise TaskError(str(e)) from None
         elif domain == "math":
             from flywheel.verifiers.math import MathVerifier
@@ -109,7 +107,7 @@ class EnvironmentVerifier:
         return str(self.env.version)
 
     def verify(self, task: dict[str, Any], response: Any) -> Verdict:
-        from flywheel.environments.base import task_from_dict
+        from flywheel.plugin_hooks import task_from_dict
 
         if not isinstance(task, dict):
             raise TaskError(f"task must be a JSON object, got {type(task).__name__}")
