@@ -9,24 +9,29 @@ imported into the venv process, so it uses the standard library only. Two modes:
   reads the request from that descriptor, runs it and writes the result back there. The zygote
   never sees a request, so no task's data lingers in its memory for later children to read.
 
-Per execution the monitor (still host root, trusted, never runs untrusted code):
-1. `unshare`s a new mount, PID, network, IPC, UTS and cgroup namespace;
-2. builds a root on a fresh tmpfs: `/usr` (and the interpreter's prefix) bound read-only, a
-   private `/work` tmpfs holding the request's files, a private `/tmp` tmpfs, a minimal `/dev`
-   and `/etc` (no passwd/shadow/resolv.conf/hosts), then makes that root read-only;
-3. forks the *payload* process, PID 1 of the new PID namespace, which mounts its `/proc`,
-   `pivot_root`s into the new root and detaches the host's, sets rlimits, drops to a fresh
-   unprivileged uid/gid (unique per execution, so RLIMIT_NPROC is really enforced), sets
-   no_new_privs, clears the environment and runs `main.py` in the already-warm interpreter;
-4. pumps stdin/stdout/stderr with the wall-clock deadline and the output cap, SIGKILLs the payload
-   (the kernel then kills every process of its PID namespace) when a limit is hit, and reads the
-   `collect`ed files without following links.
+Started as `python -I -S -B -c <launcher> <folder> <mode> [--rootless] [--no-cgroup]`
+(`local.LAUNCH`): this file and its siblings are compiled under `/sandbox/...` names, so nothing the
+payload can reach (frames, code objects, argv, /proc) names the host's checkout. Once per process:
+find a cgroup parent (`_cgroup.py`; root only), enter a user namespace (rootless), build the
+read-only template root and detach the host's filesystem (`_isolate_ns.prepare_root`).
+
+Per execution the monitor (trusted, never runs untrusted code), cloned into fresh mount, PID,
+network, IPC, UTS (and cgroup) namespaces as their PID 1:
+1. while still a spare: mounts its `/proc`, sets the hostname, joins a fresh session keyring,
+   ignores signals, overwrites its argv with `init`; makes and joins the run's cgroup;
+2. on the request: private `/work` (with the files) and `/tmp` tmpfs, IPC caps, the cgroup's limits;
+3. forks the *payload* (`_isolate_payload.py`): rlimits, a fresh uid (root) or a user namespace of
+   its own (rootless), no capabilities, no_new_privs, seccomp (`_seccomp.py`); it says "set up" on a
+   status pipe and closes it before running `main.py` in the already-warm interpreter;
+4. pumps stdin/stdout/stderr with the wall-clock deadline and the output cap (`_isolate_limits.py`),
+   tells an overloaded machine from a slow program at the deadline, SIGKILLs the payload and every
+   process of its PID namespace, and reads the `collect`ed files without following links.
 
 Frames: 8-byte big-endian length + `marshal` (version 4) of a dict of plain types.
 
 This file holds the protocol (frames, the zygote, the monitor's request cycle); the namespaces and
-the filesystem are in `_isolate_ns.py`, the rlimits, the payload and the output pump in
-`_isolate_limits.py`.
+the filesystem are in `_isolate_ns.py`, the payload's setup in `_isolate_payload.py`, the output
+pump in `_isolate_limits.py`.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ class ExecResult:
 
 
 class SandboxInfraError(RuntimeError):
-    """The sandbox itself failed (could not start, engine down): safe to retry."""
+    """The sandbox itself failed (could not start, engine down, the machine starved the run of CPU
+    until its wall clock ran out): safe to retry. Nothing the program does can raise it."""
 
 
 class Sandbox(Protocol):

@@ -1,26 +1,26 @@
-"""The `local` backend: every execution in fresh Linux namespaces, limited by rlimits and tmpfs sizes.
+"""The `local` backend: every execution in fresh Linux namespaces, limited by a cgroup, rlimits and seccomp.
 
-How (details in `_isolate.py`, `_isolate_ns.py` and `_isolate_limits.py`, the trusted side that runs
-under the host's system Python): each execution gets a new mount, PID, network, IPC, UTS and cgroup
-namespace; a root built on a fresh tmpfs with `/usr` read-only, a private writable `/work` (the
-request's files, `main.py` included) and `/tmp`, a minimal `/dev` and `/etc`; the host's filesystem
-is detached (`pivot_root`), so `/root`, `/home`, `/etc/shadow`, the repo and every other host path do
-not exist inside. The network namespace has only a downed loopback: no TCP, not even to 127.0.0.1,
-no DNS. The code runs as a fresh unprivileged uid (unique per execution, so `RLIMIT_NPROC` bites)
-with no_new_privs, an otherwise empty environment (PATH, HOME, LANG, TMPDIR,
-PYTHONDONTWRITEBYTECODE) and rlimits on CPU time, address space, processes, open files and file
-size; the monitor (PID 1 of the namespace) enforces the wall clock and the output cap, and when the
-program exits or is killed it kills every process the program started.
+How (details in `_isolate.py`, `_isolate_ns.py`, `_isolate_payload.py`, `_isolate_limits.py`,
+`_seccomp.py` and `_cgroup.py`, the trusted side that runs under the host's system Python): each
+execution gets a new mount, PID, network, IPC, UTS and cgroup namespace; a root built on a fresh
+tmpfs with `/usr` read-only, a private writable `/work` (the request's files, `main.py` included)
+and `/tmp`, a minimal `/dev` and `/etc`; the host's filesystem is detached (`pivot_root`). The
+network namespace has only a downed loopback. The run as a whole is held by its own cgroup (memory
+with swap off, process count) where one can be made, else by a memory watchdog, memfd refused and
+IPC caps. The program runs with no capabilities, no_new_privs, a seccomp deny-list (no namespaces,
+mounts, keyrings, ptrace, eBPF, io_uring, ...), rlimits, an otherwise empty environment, and no way
+to speak for the sandbox (its setup reports on a pipe closed before its first line runs).
 
-What this does NOT protect against: kernel exploits (the code shares the host kernel; there is no
-seccomp filter), CPU cache/timing side channels, exhaustion of host-wide resources that rlimits do
-not cover (e.g. page cache pressure, kernel memory), reading world-readable files under `/usr`,
-and a payload that uses its CPU/memory allowance fully. `memory_mb` is an address-space limit
-(RLIMIT_AS), not a resident-memory cgroup limit. For hostile multi-tenant use run the `docker`
-backend on a dedicated host or a VM.
+Two modes: as root (each run a fresh host uid from a 2**30 space) and rootless (any user: the fork
+server makes a user namespace of its own, each run one below it; chosen when not root, or with
+`rootless=True`). A wall timeout during which the run starved for a CPU it wanted is an
+infrastructure error (`SandboxInfraError`, retried), see `_isolate_limits.overloaded`.
 
-Needs root (CI and the embedded default run as root); `python` is the interpreter that runs both
-the trusted half and the untrusted code (default `/usr/bin/python3`).
+What this does NOT protect against: kernel bugs in the syscalls still allowed (the kernel is
+shared), CPU cache/timing side channels, host-wide pressure a cgroup does not bound (page cache of
+`/usr`, kernel memory outside the cgroup), reading world-readable files under `/usr`. For hostile
+multi-tenant use run the `docker` backend (or gVisor) on a dedicated host or a VM. docs/sandbox.md
+has the threat model and how each layer is tested.
 """
 
 from __future__ import annotations
@@ -117,9 +117,10 @@ class ForkServer:
 
     The zygote has built the read-only template root and pre-imported the common stdlib. It never
     sees a request: each execution gets its own socket, and the monitor cloned for it reads the
-    request there. `spares` monitors are cloned ahead of time (fresh namespaces, `/proc` mounted,
-    waiting on their socket), so a request skips that setup; each is used once and replaced in the
-    background. If the zygote dies, `execute` raises `SandboxInfraError` and the next call restarts it.
+    request there. `spares` monitors are cloned ahead of time (fresh namespaces, `/proc` mounted, the
+    run's cgroup joined, waiting on their socket), so a request skips that setup; each is used once
+    and replaced in the background. If the zygote dies, `execute` raises `SandboxInfraError` and the next call
+    restarts it.
     """
 
     def __init__(self, python: str | None = None, spares: int = 2, rootless: bool | None = None,
