@@ -62,8 +62,9 @@ def train_policy(
 
     `tasks` None: the mined pool mixed with replay, and its dev split (`build_task_set`). `config.stage`
     chains the stages: `rft` (its own MLflow run; `rft` config, default `RftConfig()` seeded with
-    `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one). `score_fn` and
-    `generator_factory` go to `train_rlvr` (a Ray verifier/rollout fleet, a vLLM engine; default in process)."""
+    `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one). `score_fn` (a Ray
+    verifier fleet) scores both stages' samples; `generator_factory` (a Ray rollout fleet, a vLLM engine) samples
+    GRPO's rollouts; default in process for both."""
     source, dev = "given", None
     if tasks is None:
         data = build_task_set(paths.warehouse, config, log_date=log_date)
@@ -79,7 +80,8 @@ def train_policy(
                                                 num_threads=config.num_threads or RftConfig().num_threads)
         out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
-                               telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts)
+                               telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts,
+                               score_fn=score_fn)
         if config.stage == "rft":
             return write_back(result, paths, release, log_date)
         start = out
