@@ -290,3 +290,22 @@ def fill_task_pool() -> Callable:
         return rows
 
     return fill
+
+
+@pytest.fixture(scope="session")
+def log_gold() -> Callable:
+    """`log(paths, tasks)`: the warehouse under `paths` holds each task's gold solution as a logged success
+    (what RFT re-verifies and keeps), ingested through the real ingest."""
+    from flywheel.logs.ingest import ingest
+    from flywheel.tasks.responder import messages_from_text
+
+    def log(paths, tasks) -> None:
+        lines = [{"id": f"g-{i}", "timestamp": "2026-12-01T10:00:00Z", "task_id": t.task_id, "domain": t.domain,
+                  "model": "tiny-v1", "messages": [{"role": "user", "content": t.prompt},
+                                                   *messages_from_text(t.domain, t.solution)],
+                  "outcome": {"passed": True}, "reference": t.reference} for i, t in enumerate(tasks)]
+        src = paths.home / "gold.jsonl"
+        src.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+        assert ingest(src, paths.warehouse).ingested == len(lines)
+
+    return log

@@ -99,7 +99,8 @@ def test_in_flight_work_per_actor_is_bounded_and_results_keep_their_order(fleet,
     assert [v[0].passed for v in results] == expect  # in payload order
 
 
-def test_the_rft_stage_verifies_its_candidates_on_the_fleet(fleet, tiny_model_dir, flywheel_home, tmp_path):
+def test_the_rft_stage_verifies_its_candidates_on_the_fleet(fleet, tiny_model_dir, flywheel_home, tmp_path,
+                                                              log_gold):
     """`train_policy`'s default stage scores through the fleet it is given, with the in-process result."""
     from flywheel.paths import FlywheelPaths
     from flywheel.train.api import train_policy
@@ -112,7 +113,7 @@ def test_the_rft_stage_verifies_its_candidates_on_the_fleet(fleet, tiny_model_di
     tasks = train_suite("math", 6)
     local_home = FlywheelPaths(tmp_path / "local").ensure()
     for home in (flywheel_home, local_home):
-        _log_gold(home, tasks)  # logged successes RFT re-verifies (on the fleet too) and keeps
+        log_gold(home, tasks)  # logged successes RFT re-verifies (on the fleet too) and keeps
     before = len(fleet.memo) + fleet.hits
     on_fleet = train_policy(cfg, tiny_model_dir, "tiny-quick", paths=flywheel_home, tasks=tasks, rft=rft,
                             score_fn=fleet, log_date="2026-12-01")
@@ -122,17 +123,3 @@ def test_the_rft_stage_verifies_its_candidates_on_the_fleet(fleet, tiny_model_di
                               log_date="2026-12-01")
     assert on_fleet.task_counts == in_process.task_counts and on_fleet.sources == in_process.sources
 
-
-def _log_gold(paths, tasks) -> None:
-    import json
-
-    from flywheel.logs.ingest import ingest
-    from flywheel.tasks.responder import messages_from_text
-
-    lines = [{"id": f"g-{i}", "timestamp": "2026-12-01T10:00:00Z", "task_id": t.task_id, "domain": t.domain,
-              "model": "tiny-v1", "messages": [{"role": "user", "content": t.prompt},
-                                               *messages_from_text(t.domain, t.solution)],
-              "outcome": {"passed": True}, "reference": t.reference} for i, t in enumerate(tasks)]
-    src = paths.home / "gold.jsonl"
-    src.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
-    assert ingest(src, paths.warehouse).ingested == len(lines)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import duckdb
 import mlflow
 import pytest
 
-from flywheel.logs.ingest import ingest
-from flywheel.tasks.responder import messages_from_text
 from flywheel.tasks.suites import train_suite
 from flywheel.train.api import day_seed, train_policy
 from flywheel.train.config import GRPOConfig
@@ -21,25 +18,14 @@ RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens
                 include_logs=True)
 
 
-def _logged_gold(paths, tasks) -> None:
-    """The warehouse holds each task's gold solution as a logged success (what RFT re-verifies and keeps)."""
-    lines = [{"id": f"g-{i}", "timestamp": "2026-12-01T10:00:00Z", "task_id": t.task_id, "domain": t.domain,
-              "model": "tiny-v1", "messages": [{"role": "user", "content": t.prompt},
-                                               *messages_from_text(t.domain, t.solution)],
-              "outcome": {"passed": True}, "reference": t.reference} for i, t in enumerate(tasks)]
-    src = paths.home / "gold.jsonl"
-    src.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
-    assert ingest(src, paths.warehouse).ingested == len(lines)
-
-
 def _rl(stage: str) -> GRPOConfig:
     return GRPOConfig(stage=stage, steps=1, prompts_per_step=2, group_size=2, max_new_tokens=24, dev_every=0,
                       domain_weights={"math": 1.0}, replay_tasks_per_domain=0, checkpoint_every=0)
 
 
-def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywheel_home, seed_mlflow_db):
+def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywheel_home, seed_mlflow_db, log_gold):
     seed_mlflow_db(flywheel_home)
-    _logged_gold(flywheel_home, train_suite("math", 6))
+    log_gold(flywheel_home, train_suite("math", 6))
     res = train_policy(_rl("rft"), tiny_model_dir, "tiny-quick", paths=flywheel_home,
                        tasks=train_suite("math", 6), rft=RFT)
     assert res.finished and (res.policy_dir / "config.json").exists()
@@ -60,9 +46,9 @@ def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywh
     assert {r[0]: (r[1], r[2]) for r in rows} == {t: (a, p) for t, (_, a, p) in res.task_counts.items()}
 
 
-def test_rft_rl_starts_grpo_from_the_rft_weights(tiny_model_dir, flywheel_home, seed_mlflow_db):
+def test_rft_rl_starts_grpo_from_the_rft_weights(tiny_model_dir, flywheel_home, seed_mlflow_db, log_gold):
     seed_mlflow_db(flywheel_home)
-    _logged_gold(flywheel_home, train_suite("math", 6))
+    log_gold(flywheel_home, train_suite("math", 6))
     res = train_policy(_rl("rft_rl"), tiny_model_dir, "tiny-quick", paths=flywheel_home,
                        tasks=train_suite("math", 6), rft=RFT)
     assert res.steps_done == 1 and (flywheel_home.models / "rft" / "tiny-quick" / "config.json").exists()
