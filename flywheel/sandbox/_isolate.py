@@ -254,6 +254,8 @@ def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
                        ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
     if pid < 0:
         raise OSError(ctypes.get_errno(), "clone failed")
+    if pid > 0:
+        _track(pid)
     if pid > 0 and CGROUPS is not None:
         try:
             _pending.append((f"run-{_uid}", os.pidfd_open(pid)))
@@ -262,8 +264,8 @@ def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
     if pid == 0:
         code = 0
         try:
-            for c in close:
-                os.close(c)
+            for c in (*close, *_monitors, *(p for _, p in _pending)):
+                os.close(c)  # the zygote's sockets and its pidfds of other monitors
             handle(fd)
         except BaseException:
             code = 1
@@ -276,12 +278,42 @@ CLONE_NEWCGROUP = 0x02000000
 _pending: list[tuple[str, int]] = []  # (run cgroup, pidfd of its monitor) not yet removed
 
 
-def _final_reap(wait_s: float = 2.0) -> None:
-    """On the way out: let the last monitors finish, then remove their cgroups."""
+_monitors: list[int] = []  # pidfds of monitors that may still run (spares included)
+
+
+def _track(pid: int) -> None:
+    """Keep a pidfd of a new monitor (dropping those of exited ones), so the zygote can wait for them."""
+    _track_exited()
+    try:
+        _monitors.append(os.pidfd_open(pid))
+    except ProcessLookupError:
+        pass
+
+
+def _final_reap(wait_s: float = 3.0) -> None:
+    """On the way out: let the last monitors (idle spares read EOF) finish, then remove their cgroups, so
+    that when the zygote has exited nothing of the pool is left running."""
+    import select
+
     deadline = time.monotonic() + wait_s
-    while _pending and time.monotonic() < deadline:
+    while (_pending or _monitors) and time.monotonic() < deadline:
         _reap_cgroups()
-        time.sleep(0.01)
+        if _monitors:
+            select.select(_monitors, [], [], 0.01)
+            _track_exited()
+        else:
+            time.sleep(0.01)
+
+
+def _track_exited() -> None:
+    """Close the pidfds of monitors that have exited."""
+    import select
+
+    global _monitors
+    done = set(select.select(_monitors, [], [], 0)[0]) if _monitors else set()
+    for p in done:
+        os.close(p)
+    _monitors = [p for p in _monitors if p not in done]
 
 
 def _reap_cgroups() -> None:
