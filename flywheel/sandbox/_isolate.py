@@ -40,6 +40,7 @@ import ctypes
 import importlib
 import marshal
 import os
+import select
 import signal
 import socket
 import struct
@@ -170,8 +171,6 @@ def run_request(req: dict, cg) -> dict:
 
 def _await_setup(st_r: int, pid: int, deadline: float) -> None:
     """Wait for the payload's "set up" byte on the status pipe; anything else is an infrastructure error."""
-    import select
-
     msg = b""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([st_r], [], [], max(0.0, deadline - time.monotonic()))
@@ -293,8 +292,6 @@ def _track(pid: int) -> None:
 def _final_reap(wait_s: float = 3.0) -> None:
     """On the way out: let the last monitors (idle spares read EOF) finish, then remove their cgroups, so
     that when the zygote has exited nothing of the pool is left running."""
-    import select
-
     deadline = time.monotonic() + wait_s
     while (_pending or _monitors) and time.monotonic() < deadline:
         _reap_cgroups()
@@ -307,8 +304,6 @@ def _final_reap(wait_s: float = 3.0) -> None:
 
 def _track_exited() -> None:
     """Close the pidfds of monitors that have exited."""
-    import select
-
     global _monitors
     done = set(select.select(_monitors, [], [], 0)[0]) if _monitors else set()
     for p in done:
@@ -321,8 +316,6 @@ def _reap_cgroups() -> None:
     global _pending
     if not _pending:
         return
-    import select
-
     keep = []
     for name, pidfd in _pending:
         if select.select([pidfd], [], [], 0)[0] and not CGROUPS.reap([name]):
