@@ -10,7 +10,9 @@ Docker's default profile: everything not named here stays allowed, so honest Pyt
 - `clone` with any namespace flag is refused (plain `fork` and threads are not); `clone3` answers
   `ENOSYS`, so the C library falls back to `clone`, whose flags the filter can read;
 - `memfd_create` is refused too when the run has no cgroup memory limit (`deny_memfd`): its pages
-  would be counted by nothing else.
+  would be counted by nothing else;
+- `prlimit64` on another process is refused (pid 0, this process, stays allowed: `setrlimit` is
+  `prlimit64(0, ...)`), so a candidate cannot shrink the limits of the judge that shares its uid.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ _ARM = dict(
     fsopen=430, fsconfig=431, fsmount=432, fspick=433, pidfd_getfd=438, mount_setattr=442,
     quotactl_fd=443, memfd_secret=447,
 )
-TABLES = {"x86_64": (_X86, {"clone": 56, "clone3": 435, "memfd_create": 319}),
-          "aarch64": (_ARM, {"clone": 220, "clone3": 435, "memfd_create": 279})}
+TABLES = {"x86_64": (_X86, {"clone": 56, "clone3": 435, "memfd_create": 319, "prlimit64": 302}),
+          "aarch64": (_ARM, {"clone": 220, "clone3": 435, "memfd_create": 279, "prlimit64": 261})}
 DENIED = tuple(sorted(_X86))
 """Every syscall the filter refuses (names; the arch's table gives the numbers)."""
 NS_CLONE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
@@ -80,10 +82,13 @@ def program(arch: str, deny_memfd: bool) -> list[tuple[int, int, int, int]]:
     nrs = sorted(set(table.values()) | ({special["memfd_create"]} if deny_memfd else set()))
     ins += [(_JEQ, "eperm", 0, nr) for nr in nrs]
     ins += [(_JEQ, "enosys", 0, special["clone3"]), (_JEQ, "clone", 0, special["clone"]),
-            (_RET, 0, 0, RET_ALLOW)]
+            (_JEQ, "prlimit", 0, special["prlimit64"]), (_RET, 0, 0, RET_ALLOW)]
     labels = {"clone": len(ins)}
     ins += [(_LD_ABS_W, 0, 0, 16),  # low 32 bits of args[0] (little-endian): clone's flags
             (_JSET, "eperm", "allow", NS_CLONE_FLAGS)]
+    labels["prlimit"] = len(ins)
+    ins += [(_LD_ABS_W, 0, 0, 16),  # prlimit64's pid (a pid_t: the low 32 bits are all of it)
+            (_JEQ, "allow", "eperm", 0)]
     labels["eperm"] = len(ins)
     ins.append((_RET, 0, 0, RET_ERRNO | errno.EPERM))
     labels["enosys"] = len(ins)

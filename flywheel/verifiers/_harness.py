@@ -18,8 +18,9 @@ process, and nothing the model does to this process counts as an infrastructure 
   `conftest.py`, fake "PASSED" prints or `sys.exit(0)` in the candidate change nothing here,
   where `check(candidate)` runs.
 * In the local sandbox the judge is PID 1 of a fresh PID namespace: the kernel drops SIGKILL and
-  SIGSTOP sent to it from inside, and every catchable signal has a do-nothing handler. Where the
-  candidate can still disrupt it (another backend, `prlimit` on a same-uid process), the judge has
+  SIGSTOP sent to it from inside, every catchable signal has a do-nothing handler, and the
+  sandbox's seccomp filter refuses `prlimit64` on other processes. Where the candidate can still
+  disrupt it (the Docker backend: `prlimit` on a same-uid process), the judge has
   already printed `<nonce>-started`: a judge that dies after that mark is the candidate's failure.
 * The verdict is one stdout line `<nonce> {json}` from the judge. The candidate has no
   descriptor to that stdout and does not know the nonce. The judge reports the sha256 of the

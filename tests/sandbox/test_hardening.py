@@ -254,6 +254,28 @@ def test_unshare_binary_and_clone3_fail(sbx):
     assert r.stdout.rstrip().endswith("2 1 0000000000000000"), r.stdout
 
 
+def test_limits_of_other_processes_cannot_be_changed(sbx):
+    """A candidate shares its judge's uid: prlimit64 on any pid but its own is refused; its own still works."""
+    r = run(sbx, """
+        import os, resource, sys, subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+        res = {}
+        for name, pid in (("parent", os.getppid()), ("child", child.pid), ("init", 1)):
+            try:
+                resource.prlimit(pid, resource.RLIMIT_NOFILE, (8, 8))
+                res[name] = "changed"
+            except OSError as e:
+                res[name] = e.errno
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+        res["self"] = resource.getrlimit(resource.RLIMIT_NOFILE)
+        res["self_read"] = resource.prlimit(0, resource.RLIMIT_NOFILE)
+        child.kill()
+        print(res)
+    """)
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.strip() == "{'parent': 1, 'child': 1, 'init': 1, 'self': (64, 64), 'self_read': (64, 64)}"
+
+
 def test_honest_threads_forks_subprocesses_still_work(sbx):
     r = run(sbx, """
         import os, subprocess, threading, concurrent.futures, sys
