@@ -64,7 +64,7 @@ def _load(name: str, folder: str) -> types.ModuleType:
     return mod
 
 
-for _m in ("_isolate_ns", "_seccomp", "_cgroup", "_isolate_payload", "_isolate_limits"):
+for _m in ("_isolate_ns", "_seccomp", "_cgroup", "_isolate_payload", "_isolate_limits", "_isolate_reap"):
     _load(_m, _DIR)
 from _cgroup import Cgroups  # noqa: E402
 from _isolate_limits import kill_all, pump  # noqa: E402
@@ -80,6 +80,7 @@ from _isolate_ns import (  # noqa: E402
     read_collected,
 )
 from _isolate_payload import OK, payload  # noqa: E402
+from _isolate_reap import Monitors  # noqa: E402
 
 ARGS = sys.argv[2:]
 del _DIR
@@ -247,23 +248,18 @@ def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
     """
     global _uid
     _uid = _next_uid()
-    _reap_cgroups()
+    MONITORS.reap(CGROUPS)
     flags = NS_FLAGS if CGROUPS is None else NS_FLAGS & ~CLONE_NEWCGROUP
     pid = _pyc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(flags | signal.SIGCHLD), ctypes.c_ulong(0),
                        ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
     if pid < 0:
         raise OSError(ctypes.get_errno(), "clone failed")
     if pid > 0:
-        _track(pid)
-    if pid > 0 and CGROUPS is not None:
-        try:
-            _pending.append((f"run-{_uid}", os.pidfd_open(pid)))
-        except ProcessLookupError:
-            CGROUPS.reap([f"run-{_uid}"])
+        MONITORS.add(pid, f"run-{_uid}" if CGROUPS is not None else "", CGROUPS)
     if pid == 0:
         code = 0
         try:
-            for c in (*close, *_monitors, *(p for _, p in _pending)):
+            for c in (*close, *MONITORS.fds()):
                 os.close(c)  # the zygote's sockets and its pidfds of other monitors
             handle(fd)
         except BaseException:
@@ -274,55 +270,8 @@ def spawn_monitor(fd: int, close: tuple[int, ...] = ()) -> int:
 
 
 CLONE_NEWCGROUP = 0x02000000
-_pending: list[tuple[str, int]] = []  # (run cgroup, pidfd of its monitor) not yet removed
-
-
-_monitors: list[int] = []  # pidfds of monitors that may still run (spares included)
-
-
-def _track(pid: int) -> None:
-    """Keep a pidfd of a new monitor (dropping those of exited ones), so the zygote can wait for them."""
-    _track_exited()
-    try:
-        _monitors.append(os.pidfd_open(pid))
-    except ProcessLookupError:
-        pass
-
-
-def _final_reap(wait_s: float = 3.0) -> None:
-    """On the way out: let the last monitors (idle spares read EOF) finish, then remove their cgroups, so
-    that when the zygote has exited nothing of the pool is left running."""
-    deadline = time.monotonic() + wait_s
-    while (_pending or _monitors) and time.monotonic() < deadline:
-        _reap_cgroups()
-        if _monitors:
-            select.select(_monitors, [], [], 0.01)
-            _track_exited()
-        else:
-            time.sleep(0.01)
-
-
-def _track_exited() -> None:
-    """Close the pidfds of monitors that have exited."""
-    global _monitors
-    done = set(select.select(_monitors, [], [], 0)[0]) if _monitors else set()
-    for p in done:
-        os.close(p)
-    _monitors = [p for p in _monitors if p not in done]
-
-
-def _reap_cgroups() -> None:
-    """Remove the cgroups of runs whose monitor has exited (a live one may not have joined yet)."""
-    global _pending
-    if not _pending:
-        return
-    keep = []
-    for name, pidfd in _pending:
-        if select.select([pidfd], [], [], 0)[0] and not CGROUPS.reap([name]):
-            os.close(pidfd)
-        else:
-            keep.append((name, pidfd))
-    _pending = keep
+MONITORS = Monitors()
+"""The monitors this zygote cloned, until they exit and their cgroups are removed."""
 
 # --------------------------------------------------------------------------- zygote
 WARM_MODULES = (
@@ -354,7 +303,7 @@ def serve(ctl: int) -> None:
         except InterruptedError:
             continue
         if not msg:
-            _final_reap()
+            MONITORS.wait_all(CGROUPS)
             os._exit(0)
         for fd in fds:
             try:
@@ -398,7 +347,7 @@ def handle_once() -> None:
         write_frame(0, {"infra_error": f"cannot create the sandbox namespaces: {e}"})
         os._exit(0)
     os.waitpid(pid, 0)
-    _final_reap()
+    MONITORS.wait_all(CGROUPS)
     os._exit(0)
 
 

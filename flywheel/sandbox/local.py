@@ -1,7 +1,7 @@
 """The `local` backend: every execution in fresh Linux namespaces, limited by a cgroup, rlimits and seccomp.
 
 How (details in `_isolate.py`, `_isolate_ns.py`, `_isolate_payload.py`, `_isolate_limits.py`,
-`_seccomp.py` and `_cgroup.py`, the trusted side that runs under the host's system Python): each
+`_isolate_reap.py`, `_seccomp.py` and `_cgroup.py`, the trusted side that runs under the host's system Python): each
 execution gets a new mount, PID, network, IPC, UTS and cgroup namespace; a root built on a fresh
 tmpfs with `/usr` read-only, a private writable `/work` (the request's files, `main.py` included)
 and `/tmp`, a minimal `/dev` and `/etc`; the host's filesystem is detached (`pivot_root`). The
