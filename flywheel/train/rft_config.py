@@ -30,7 +30,7 @@ class RftConfig:
     tasks_per_domain: dict[str, int] = option(
         {"math": 1500, "code": 150, "agent": 0},
         "Most of the run's tasks sampled per domain (seeded choice); 0 or absent: the domain gets no policy "
-        "samples.")
+        "samples. Keys may be globs (rg.*) or family:NAME, each matched domain getting the count.")
     samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).")
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
                                         "cleaner demonstrations).")
@@ -61,6 +61,10 @@ class RftConfig:
             raise ValueError("samples_per_task and log_candidates_per_task must be >= 0, max_examples_per_task >= 1")
         if any(n < 0 for n in self.tasks_per_domain.values()):
             raise ValueError("tasks_per_domain must be non-negative")
+        if any(k not in ("math", "code", "agent") for k in self.tasks_per_domain):
+            from flywheel.environments.mix import expand_counts  # loads the installed environments
+
+            object.__setattr__(self, "tasks_per_domain", expand_counts(self.tasks_per_domain))
         if self.temperature <= 0:
             raise ValueError("temperature must be > 0: RFT samples, greedy gives one response per task")
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:

@@ -35,3 +35,13 @@ def test_defaults_are_the_measured_tiny_model_recipe():
     assert (cfg.steps, cfg.lr, cfg.lr_schedule, cfg.advantage) == (120, 2e-4, "cosine", "dr_grpo")
     assert (cfg.max_refill_rounds, cfg.micro_batch_size, cfg.max_new_tokens) == (1, 32, 80)
     assert cfg.domain_weights == {"math": 0.9, "code": 0.05, "agent": 0.05}
+
+
+def test_rft_task_counts_take_globs_and_families_with_explicit_domains_winning():
+    from flywheel.train.rft_config import RftConfig
+
+    c = RftConfig(tasks_per_domain={"math": 10, "rg.gcd": 5, "rg.*": 2})
+    assert c.tasks_per_domain["math"] == 10 and c.tasks_per_domain["rg.gcd"] == 5
+    assert c.tasks_per_domain["rg.lcm"] == 2 and "rg.*" not in c.tasks_per_domain
+    with pytest.raises(ValueError, match="matches no installed domain"):
+        RftConfig(tasks_per_domain={"nope.*": 3})
