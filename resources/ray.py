@@ -128,11 +128,13 @@ class RayResource(dg.ConfigurableResource):
         self._conn = self._context = None
 
     # -- what the training asset asks for -------------------------------------------------------
-    def training_kwargs(self, engine_factory: Any = None) -> dict[str, Any]:
+    def training_kwargs(self, engine_factory: Any = None, sample_engine: Any = None) -> dict[str, Any]:
         """`score_fn` / `generator_factory` for `train_policy`: the Ray fleets when configured (a rollout fleet
         wins over `engine_factory`, the rollout-engine resource's own generator, e.g. vLLM's); with Ray off,
         only `engine_factory` when given ({}: the trainer's in-process defaults)."""
         base = {"generator_factory": engine_factory} if engine_factory is not None else {}
+        if sample_engine is not None:  # RFT's sampler: the resource's engine (rollout actors serve GRPO only)
+            base["sample_engine"] = sample_engine
         if not self.enabled:
             return base
         cfg = self.fleet_config()

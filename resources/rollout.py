@@ -84,6 +84,16 @@ class RolloutEngineResource(dg.ConfigurableResource):
 
         return vllm_generator_factory(**self._vllm_kw())
 
+    def sample_engine(self, device: str | None = None) -> Callable[[str], Any] | None:
+        """RFT's sampler (`model_path -> engine`): None for torch (the stage samples the model it loaded),
+        else the configured engine over the checkpoint folder (in-process vLLM for vllm and vllm-server)."""
+        if self.engine == "torch":
+            return None
+        from flywheel.rollout import build_engine
+
+        kw = self._vllm_kw()
+        return lambda model_path: build_engine("vllm", model_path, **kw)
+
     def check_trainable(self) -> None:
         """Fail before training starts when the configured engine cannot sample: an unknown name, or vLLM
         chosen where it is not installed."""

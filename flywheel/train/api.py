@@ -55,6 +55,7 @@ def train_policy(
     rft: RftConfig | None = None,
     score_fn: Any = None,
     generator_factory: Any = None,
+    sample_engine: Any = None,
 ) -> TrainResult:
     """Train the policy of base model `release`, save it to `policy_dir(paths, release)`, and upsert each
     task's attempts and passes into `difficulty_history` (model `training_model_name(release)`, day
@@ -64,7 +65,8 @@ def train_policy(
     chains the stages: `rft` (its own MLflow run; `rft` config, default `RftConfig()` seeded with
     `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one). `score_fn` (a Ray
     verifier fleet) scores both stages' samples; `generator_factory` (a Ray rollout fleet, a vLLM engine) samples
-    GRPO's rollouts; default in process for both."""
+    GRPO's rollouts, `sample_engine` (`model_path -> engine`: the rollout-engine resource's) RFT's samples;
+    default in process for all three."""
     source, dev = "given", None
     if tasks is None:
         data = build_task_set(paths.warehouse, config, log_date=log_date)
@@ -81,7 +83,7 @@ def train_policy(
         out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
                                telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts,
-                               score_fn=score_fn)
+                               score_fn=score_fn, sample_engine=sample_engine)
         if config.stage == "rft":
             return write_back(result, paths, release, log_date)
         start = out

@@ -67,13 +67,15 @@ def run_rft(
     score_fn: ScoreFn | None = None,
     warehouse: str | Path | None = None,
     progress: Progress | None = None,
+    sample_engine: Any = None,
 ) -> RftResult:
     """Fine-tune the checkpoint at `model_dir` on verified successes for `tasks`; save it to `out_dir`.
 
     `score_fn` is the RL run's verifier entry point (default: the verifiers, as the trainer
     uses them); `warehouse` the DuckDB file whose `task_logs` hold logged responses (None or
     `include_logs=False`: the policy's samples only). `progress(phase, done, total)` is told
-    how far candidate collection has got. Raises ValueError when no candidate passes (there
+    how far candidate collection has got; `sample_engine` (`model_path -> engine`, e.g. vLLM's) draws
+    the policy's samples (default: the torch engine over the loaded model). Raises ValueError when no candidate passes (there
     is nothing to fine-tune on, and a copy of the checkpoint is not a candidate).
     """
     import torch  # heavy: only a run needs it
@@ -86,9 +88,15 @@ def run_rft(
         device = resolve_device(GpuSpec(count=1), config.device)
         torch.manual_seed(config.seed)
         model, tokenizer = load_model(model_dir, device=device, dtype="float32")
-        examples, counts = collect_examples(
-            config, model, tokenizer, tasks, score_fn or default_score_fn(),
-            warehouse=warehouse if config.include_logs else None, device=device, progress=progress)
+        engine = sample_engine(str(model_dir)) if sample_engine else None
+        try:
+            examples, counts = collect_examples(
+                config, model, tokenizer, tasks, score_fn or default_score_fn(),
+                warehouse=warehouse if config.include_logs else None, device=device, progress=progress,
+                engine=engine)
+        finally:
+            if engine is not None and hasattr(engine, "close"):
+                engine.close()  # vLLM's workers hold memory the fine-tuning needs
         t1 = time.perf_counter()
         if not examples:
             raise ValueError(f"RFT found no verified response to train on: {counts.to_dict()}")

@@ -142,13 +142,14 @@ def logged_successes(warehouse: str | Path, task_ids: Sequence[str], per_task: i
 
 
 def sample_candidates(model: Any, tokenizer: Any, tasks: Sequence[Task], config: RftConfig, device: str,
-                      progress: Progress | None = None) -> list[Candidate]:
-    """`config.samples_per_task` policy samples per task (torch engine; agent tasks run their tools)."""
+                      progress: Progress | None = None, engine: Any = None) -> list[Candidate]:
+    """`config.samples_per_task` policy samples per task (agent tasks run their tools), drawn by `engine`
+    (a `RolloutEngine` over the same checkpoint, e.g. vLLM's; default the torch engine over `model`)."""
     from flywheel.rollout.torch_engine import TorchEngine  # heavy (torch): only sampling needs it
 
     if config.samples_per_task == 0 or not tasks:
         return []
-    engine = TorchEngine(model, tokenizer, device=device)
+    engine = engine or TorchEngine(model, tokenizer, device=device)
     by_domain: dict[str, list[Task]] = {}
     for t in tasks:  # one domain per engine call: single-turn tasks never wait on tool rounds
         by_domain.setdefault(t.domain, []).append(t)
@@ -213,7 +214,7 @@ def select_examples(candidates: Sequence[Candidate], max_per_task: int, seed: in
 
 def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Sequence[Task], score_fn: ScoreFn, *,
                      warehouse: str | Path | None = None, device: str = "cpu",
-                     progress: Progress | None = None) -> tuple[list[RftExample], RftCounts]:
+                     progress: Progress | None = None, engine: Any = None) -> tuple[list[RftExample], RftCounts]:
     """The RFT dataset for `tasks` and how it was filtered (see module doc)."""
     counts = RftCounts()
     chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed)
@@ -229,7 +230,7 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
                 counts._bump(t.domain, "log_candidates")
         if progress:
             progress("logs", 1, 1)
-    policy = sample_candidates(model, tokenizer, chosen, config, device, progress)
+    policy = sample_candidates(model, tokenizer, chosen, config, device, progress, engine)
     for c in policy:
         counts._bump(c.task.domain, "sampled")
     candidates += policy

@@ -145,3 +145,33 @@ def test_config_rejects_what_cannot_run_and_documents_every_field(tiny_model_dir
     with pytest.raises(ValueError, match="RFT found no verified response"):
         run_rft(RftConfig(tasks_per_domain={}, include_logs=False), tiny_model_dir, _tasks(), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_given_sampler_draws_the_policy_samples_and_is_closed(tiny_model_dir, tmp_path):
+    """The rollout-engine resource's sampler (vLLM in production) reaches RFT: built over the checkpoint
+    folder, used for every policy sample, closed before fine-tuning."""
+    from flywheel.rollout import build_engine
+
+    built = []
+
+    class Closing:
+        def __init__(self, path):
+            self.inner, self.calls, self.closed = build_engine("torch", path), 0, False
+            built.append((path, self))
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def generate(self, *a, **kw):
+            self.calls += 1
+            return self.inner.generate(*a, **kw)
+
+        def close(self):
+            self.closed = True
+
+    tasks = _tasks()
+    result = run_rft(CFG, tiny_model_dir, tasks, tmp_path / "out", score_fn=score, warehouse=_warehouse(tmp_path, tasks),
+                     sample_engine=Closing)
+    [(path, eng)] = built
+    assert path == str(tiny_model_dir) and eng.calls > 0 and eng.closed
+    assert result.counts.sampled == result.counts.tasks * CFG.samples_per_task > 0

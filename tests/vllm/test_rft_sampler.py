@@ -1,0 +1,22 @@
+"""RFT's policy samples drawn by vLLM (the rollout-engine resource's sampler), then fine-tuned as usual."""
+
+from __future__ import annotations
+
+import pytest
+
+from flywheel.tasks.suites import train_suite
+from flywheel.train.rft import run_rft
+from flywheel.train.rft_config import RftConfig
+from resources.rollout import RolloutEngineResource
+
+
+@pytest.mark.vllm
+def test_rft_samples_with_vllm_and_fine_tunes(policy_dir, digit_reward, tmp_path, require_vllm):
+    tasks = train_suite("math", 6)
+    cfg = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=16, steps=1, batch_size=4,
+                    include_logs=False)
+    sampler = RolloutEngineResource(engine="vllm").sample_engine()
+    result = run_rft(cfg, policy_dir, tasks, tmp_path / "out", score_fn=digit_reward, sample_engine=sampler)
+    assert result.counts.sampled == 6 * 4 and result.counts.verified == 24
+    assert result.counts.examples > 0 and len(result.losses) == 1
+    assert (tmp_path / "out" / "model.safetensors").is_file()
