@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from flywheel.evaluation.failures import count_failures, failure_type
+from flywheel.evaluation.families import family_diffs, family_groups
 from flywheel.evaluation.metrics import Estimate, bootstrap_ci, paired_difference, pass_at_k
 from flywheel.evaluation.suites import ContaminationReport, EvalConfig, contamination, eval_tasks
 from flywheel.progress import progress_bar
@@ -267,11 +268,17 @@ class Comparison:
     regressions: tuple[str, ...]
     tolerance: float
     greedy_diffs: dict[str, Estimate] = field(default_factory=dict)
+    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Rolled-up families (two or more of an environment's domains) -> their domains."""
+    family_diffs: dict[str, Estimate] = field(default_factory=dict)
+    """The same paired difference per family, its domains' tasks pooled."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"candidate": self.candidate, "baseline": self.baseline,
                 "diffs": {d: e.to_dict() for d, e in self.diffs.items()},
                 "greedy_diffs": {d: e.to_dict() for d, e in self.greedy_diffs.items()},
+                "families": {f: list(ds) for f, ds in self.families.items()},
+                "family_diffs": {f: e.to_dict() for f, e in self.family_diffs.items()},
                 "regressions": list(self.regressions), "tolerance": self.tolerance}
 
 
@@ -298,7 +305,10 @@ def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = REGR
         if cg and bg:
             greedy[d] = _paired(cg, bg, cfg)
     regressions = tuple(d for d in domains if diffs[d].n and diffs[d].value < -tolerance)
-    return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance, greedy)
+    groups = family_groups(domains)
+    fam_diffs = family_diffs(candidate, baseline) if groups else {}
+    return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance, greedy,
+                      {f: tuple(ds) for f, ds in groups.items()}, fam_diffs)
 
 
 def report_from_dict(d: dict[str, Any]) -> EvalReport:

@@ -74,3 +74,32 @@ def test_gate_is_a_pure_decision(base_report, better_report, regressed_report):
     ok, why = decide(compare(base_report, base_report), GateConfig())
     assert not ok and "+0.000" in why
     assert decide(None, GateConfig())[0]
+
+
+RG = ["rg.gcd", "rg.lcm", "rg.products", "rg.chain_sum", "rg.count_bits", "rg.basic_arithmetic", "rg.syllogism",
+      "rg.aiw", "rg.bf", "rg.leg_counting", "rg.letter_counting", "rg.base_conversion", "rg.count_primes",
+      "rg.simple_equations", "rg.number_sequence", "rg.family_relationships"]
+
+
+def test_many_small_domains_are_judged_as_their_family_and_a_real_family_drop_still_blocks():
+    """16 reasoning-gym domains of 20 tasks each, unchanged: each domain's interval is ~+-0.1 wide, so
+    judged one by one some domain fails non-inferiority by chance; pooled as their family they pass.
+    A drop of the whole family is still caught."""
+    rates = {"math": list(np.linspace(0.05, 0.95, 120)),
+             **{d: list(np.linspace(0.2, 0.8, 20)) for d in RG}}
+    gain = {**rates, "math": [min(1.0, p + 0.2) for p in rates["math"]]}
+    by_domain_failed = 0
+    for seed in range(6):
+        c = compare(sampled("cand", gain, 300 + seed), sampled("champ", rates, 400 + seed))
+        assert set(c.families) == {"reasoning-gym"} and set(c.families["reasoning-gym"]) == set(RG)
+        assert c.family_diffs["reasoning-gym"].n == 16 * 20
+        ok, why = decide(c, GateConfig())
+        assert ok and "family:reasoning-gym pooled" in why, why
+        by_domain_failed += not decide(c, GateConfig(non_inferiority_by="domain"))[0]
+    assert by_domain_failed > 0  # judged one by one, chance alone blocks some of these turns
+    dropped = {**gain, **{d: [max(0.0, p - 0.2) for p in rates[d]] for d in RG}}
+    c = compare(sampled("cand", dropped, 7), sampled("champ", rates, 8))
+    ok, why = decide(c, GateConfig())
+    assert not ok and "family:reasoning-gym regressed" in why, why
+    with pytest.raises(ValueError):
+        GateConfig(non_inferiority_by="everything")
