@@ -63,7 +63,9 @@ def messages_from_text(domain: str, text: str) -> list[dict[str, Any]]:
     """A response in the training text format as OpenAI messages.
 
     Agent text (`<tool_call>{..}</tool_call><tool_result>..</tool_result>` ...) becomes one
-    assistant message with `tool_calls` per call, each followed by its `tool` result.
+    assistant message with `tool_calls` per call, each followed by its `tool` result. A call with no
+    readable function name stays assistant text, verbatim (a log needs a name; the verifier still
+    sees the malformed call and fails it).
     """
     if domain != "agent":
         return [{"role": "assistant", "content": text}]
@@ -75,7 +77,7 @@ def messages_from_text(domain: str, text: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pos = 0
     for i, m in enumerate(pat.finditer(text)):
-        before = text[pos:m.start()].strip() or None
+        before, start = text[pos:m.start()].strip() or None, pos
         pos = m.end()
         raw = m.group(1)
         try:
@@ -86,6 +88,9 @@ def messages_from_text(domain: str, text: str) -> list[dict[str, Any]]:
         except json.JSONDecodeError:  # keep the malformed call as logged: a verifier must see it fail
             mm = re.match(r'\s*\{\s*"name"\s*:\s*"([^"]*)"\s*,\s*"arguments"\s*:\s*(.*?)\}?\s*$', raw, re.S)
             name, arguments = (mm.group(1), mm.group(2)) if mm else ("", raw)
+        if not name:  # no readable function name: not an OpenAI tool call, so the text stays as written
+            out.append({"role": "assistant", "content": text[start:pos].strip()})
+            continue
         call_id = f"call_{i}"
         out.append({"role": "assistant", "content": before, "tool_calls": [
             {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]})
