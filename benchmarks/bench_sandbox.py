@@ -90,18 +90,25 @@ def humaneval_programs() -> list[str]:
 
 @contextlib.contextmanager
 def baseline_trusted_half(rev: str):
-    """The local sandbox's trusted half (`_isolate*.py`) as of git revision `rev`, started instead of
+    """The local sandbox's trusted half (its `_*.py` programs) as of git revision `rev`, started instead of
     today's while the block runs: a pool made inside it measures the sandbox before a change, side by
     side with today's in the same run."""
+    root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as d:
-        for name in ("_isolate.py", "_isolate_ns.py", "_isolate_limits.py"):
-            got = subprocess.run(["git", "show", f"{rev}:flywheel/sandbox/{name}"], capture_output=True,
-                                 cwd=Path(__file__).resolve().parents[1])
-            if got.returncode != 0:
-                raise SystemExit(f"--baseline {rev}: {got.stderr.decode().strip()}")
-            Path(d, name).write_bytes(got.stdout)
+        listed = subprocess.run(["git", "ls-tree", "--name-only", rev, "flywheel/sandbox/"], capture_output=True,
+                                cwd=root)
+        if listed.returncode != 0:
+            raise SystemExit(f"--baseline {rev}: {listed.stderr.decode().strip()}")
+        for path in listed.stdout.decode().split():
+            if Path(path).name.startswith("_") and path.endswith(".py") and not path.endswith("__init__.py"):
+                got = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, cwd=root)
+                Path(d, Path(path).name).write_bytes(got.stdout)
         saved = local_mod.isolate_cmd
-        local_mod.isolate_cmd = lambda py, mode, rootless, cgroup: [py, "-I", "-S", "-B", f"{d}/_isolate.py", mode]
+        if "_DIR = sys.argv[1]" in Path(d, "_isolate.py").read_text():  # the folder-argument launcher (LAUNCH)
+            local_mod.isolate_cmd = lambda py, mode, rootless, cgroup: [
+                *saved(py, mode, rootless, cgroup)[:6], d, mode, *saved(py, mode, rootless, cgroup)[8:]]
+        else:  # earlier revisions ran _isolate.py by path
+            local_mod.isolate_cmd = lambda py, mode, rootless, cgroup: [py, "-I", "-S", "-B", f"{d}/_isolate.py", mode]
         try:
             yield
         finally:
