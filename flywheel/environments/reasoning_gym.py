@@ -18,8 +18,10 @@ across it. Nothing here reaches the network.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
+import io
 import itertools
 import json
 import re
@@ -35,6 +37,10 @@ PREFIX = "rg."
 FAMILY = "reasoning-gym"
 MAX_LEVELS = 5
 INSTRUCTION = "\nGive only the final answer after 'Answer:'."
+PRINTING = frozenset({"bf"})
+"""Generators that print to stdout while generating (bf's interpreter writes a dot per program run): their
+output is swallowed, so a command's stdout stays its result (one JSON object under --json)."""
+_STDOUT_LOCK = threading.Lock()  # sys.stdout is process-wide: one swap at a time, restored in order
 _ANSWER_RE = re.compile(r"(?i)\banswer\s*:|<answer>(.*?)</answer>", re.S)
 
 LEVELS: dict[str, int] = {
@@ -157,14 +163,17 @@ class ReasoningGymEnvironment(BaseEnvironment):
         cfg = self._config(name, seed, size, level)
         if hasattr(cfg, "validate"):
             cfg.validate()
-        ds = DATASETS[name][0](config=cfg)
-        out = []
-        for i in range(size):
-            try:
-                e = ds[i]
-            except (ValueError, RuntimeError, AssertionError):  # some seeds defeat a generator: skip them
-                continue
-            out.append(_jsonable(e))
+        quiet = name in PRINTING
+        with _STDOUT_LOCK if quiet else contextlib.nullcontext(), \
+                contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+            ds = DATASETS[name][0](config=cfg)
+            out = []
+            for i in range(size):
+                try:
+                    e = ds[i]
+                except (ValueError, RuntimeError, AssertionError):  # some seeds defeat a generator: skip them
+                    continue
+                out.append(_jsonable(e))
         return out
 
     def tasks(self, domain: str, split: str, n: int, seed: int, level: int | None = None) -> list[Task]:

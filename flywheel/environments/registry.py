@@ -30,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "code": "flywheel.environments.builtin:CodeEnvironment",
     "agent": "flywheel.environments.builtin:AgentEnvironment",
     "reasoning-gym": "flywheel.environments.reasoning_gym:ReasoningGymEnvironment",
+    "repo": "flywheel.environments.repo.env:RepoEnvironment",
 }
 """flywheel's own entry points (pyproject.toml declares the same), used when the metadata is absent."""
 

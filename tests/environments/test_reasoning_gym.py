@@ -54,3 +54,15 @@ def test_survey_rejects_a_generator_whose_scorer_takes_a_hedge() -> None:
     res = survey(["fraction_simplification", "gcd"], budget_s=20)
     assert res["gcd"] is None
     assert "either_or scored 1.0" in res["fraction_simplification"]
+
+
+def test_generators_that_print_write_nothing_to_our_stdout(capfd):
+    """bf's interpreter prints a dot per program it runs; a command's stdout is its result (--json)."""
+    from flywheel.environments.reasoning_gym import PRINTING, ReasoningGymEnvironment
+
+    env = ReasoningGymEnvironment()
+    for name in PRINTING:
+        tasks = env.tasks(f"rg.{name}", "train", 4, seed=3)
+        assert tasks and all(env.verify(t, t.solution).passed for t in tasks)
+    out = capfd.readouterr().out
+    assert out == "", out[:80]
