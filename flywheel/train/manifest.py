@@ -14,7 +14,7 @@ import importlib.metadata
 import importlib.util
 import platform
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +59,25 @@ def git_commit() -> str:
     return _run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent)
 
 
+def snapshot_digest(tasks: Sequence[Any]) -> dict[str, Any]:
+    """The starting snapshots of the run's repository tasks (`reference["snapshot_sha256"]`): how many, and one
+    sha256 over the sorted (task id, snapshot hash) pairs, so two runs on byte-identical repositories match."""
+    pairs = sorted((str(t.task_id), str(ref["snapshot_sha256"])) for t in tasks
+                   if isinstance(ref := getattr(t, "reference", None), dict) and ref.get("snapshot_sha256"))
+    if not pairs:
+        return {}
+    digest = hashlib.sha256("\n".join(f"{i}\t{h}" for i, h in pairs).encode()).hexdigest()
+    return {"data.repo_snapshots": len(pairs), "data.repo_snapshots_sha256": digest}
+
+
 def build_manifest(
     seeds: Mapping[str, int],
     data_partitions: Mapping[str, Any] | None = None,
     device: str = "cpu",
     extra: Mapping[str, Any] | None = None,
+    tasks: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """A flat, JSON-able description of what produced a run."""
+    """A flat, JSON-able description of what produced a run (`tasks`: its tasks, for the repository snapshots)."""
 
     m: dict[str, Any] = {f"seed.{k}": int(v) for k, v in seeds.items()}
     m.update({f"version.{k}": v for k, v in package_versions().items()})
@@ -78,6 +90,7 @@ def build_manifest(
         m["gpu"] = torch.cuda.get_device_name(0)
     for k, v in (data_partitions or {}).items():
         m[f"data.{k}"] = v if isinstance(v, (str, int, float)) else str(v)
+    m.update(snapshot_digest(tasks))
     for k, v in (extra or {}).items():
         m[k] = v
     return m

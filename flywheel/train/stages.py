@@ -66,7 +66,8 @@ def run_rft_stage(
     (`model_path -> engine`) samples them (default the torch engine)."""
     tele = telemetry or Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
     manifest = build_manifest({"rft": config.seed}, dict(data_partitions or {}), config.device,
-                              extra={"stage": "rft", "base_model": str(base_model), "n_tasks": len(tasks)})
+                              extra={"stage": "rft", "base_model": str(base_model), "n_tasks": len(tasks)},
+                              tasks=tasks)
     params = {**{f"rft.{k}": v for k, v in config.to_dict().items()},
               **{f"manifest.{k}": v for k, v in manifest.items()}}
     run_id = tele.start(run_name, params, tags={"flywheel.stage": "rft"})

@@ -254,7 +254,7 @@ def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Tel
 
     base_name = "in-memory" if isinstance(inputs.base_model, tuple) else str(inputs.base_model)
     by_source = {f"n_tasks.{src}": n for src, n in sorted(Counter(scheduler.source_of.values()).items())}
-    manifest = build_manifest({"train": cfg.seed}, inputs.data_partitions, device,
+    manifest = build_manifest({"train": cfg.seed}, inputs.data_partitions, device, tasks=inputs.tasks,
                               extra={"backend": cfg.backend, "n_tasks": len(inputs.tasks), "base_model": base_name,
                                      **by_source, "n_dev_tasks": len(dev_tasks), "torch_threads": torch.get_num_threads()})
     tele = telemetry or Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
