@@ -26,6 +26,13 @@ def environment_for(domain: str) -> Any:
     return importlib.import_module(ENVIRONMENTS_MODULE).environment_for(domain)
 
 
+def reference_solution(domain: str, reference: dict[str, Any]) -> str:
+    """An environment domain's gold response rebuilt from a logged task's reference ("" where the environment
+    cannot: it has no `reference_solution`, or the reference carries no solution)."""
+    fn = getattr(environment_for(domain), "reference_solution", None)
+    return str(fn(reference) or "") if fn else ""
+
+
 def task_from_dict(domain: str, task: dict[str, Any]) -> Any:
     """A `Task` of `domain` from the task dict verifiers carry (the environment protocol's reader)."""
     return importlib.import_module(PROTOCOL_MODULE).task_from_dict(domain, task)

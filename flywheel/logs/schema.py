@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-KNOWN_DOMAINS: tuple[str, ...] = ("math", "code", "agent")
+KNOWN_DOMAINS: tuple[str, ...] = ("math", "code", "agent", "repo")
 
 REQUIRED_FIELDS: tuple[str, ...] = ("timestamp", "task_id", "domain", "model", "messages", "outcome")
 """Fields a line must carry. `id` is optional: a content hash keys records without one."""

@@ -33,6 +33,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from flywheel import plugin_hooks
 from flywheel.logs.schema import KNOWN_DOMAINS
 from flywheel.mining.config import MiningConfig
 from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
@@ -54,6 +55,9 @@ HAS_REFERENCE_SQL = """CASE {d}
     WHEN 'code' THEN json_extract({r}, '$.entry_point') IS NOT NULL AND json_extract({r}, '$.test') IS NOT NULL
     WHEN 'agent' THEN json_extract({r}, '$.tools') IS NOT NULL AND json_extract({r}, '$.initial_state') IS NOT NULL
                   AND json_extract({r}, '$.goal') IS NOT NULL
+    WHEN 'repo' THEN json_type(json_extract({r}, '$.files')) = 'OBJECT'
+                 AND json_type(json_extract({r}, '$.hidden_tests')) = 'OBJECT'
+                 AND json_type(json_extract({r}, '$.test_files')) = 'ARRAY'
     ELSE false END"""
 
 
@@ -338,6 +342,8 @@ def _solution(domain: str, prompt: str, ref: dict[str, Any]) -> str:
         if domain == "agent" and ref.get("solution_calls") is not None:
             calls = [(c[0], dict(c[1])) for c in ref["solution_calls"]]
             return render_trajectory(ref["initial_state"], calls)
+        if domain not in DOMAINS:  # an environment's domain (repo: the known fix as a trajectory)
+            return plugin_hooks.reference_solution(domain, ref)
     except Exception:  # a malformed logged reference: no gold text, the task is still usable
         return ""
     return ""

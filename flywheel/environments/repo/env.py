@@ -147,6 +147,12 @@ class RepoEnvironment(BaseEnvironment):
     def tools(self, task: Task) -> list[dict[str, Any]]:
         return TOOLS
 
+    def reference_solution(self, reference: dict[str, Any]) -> str:
+        """The known fix of a logged task's reference as a trajectory ("" without one): mined tasks' gold."""
+        from flywheel.environments.repo.sessions import gold_text
+
+        return gold_text(reference)
+
     def reset(self, task: Task) -> RepoState:
         spec = RepoSpec.from_reference(task.reference, f"task {task.task_id}")
         return RepoState.start(spec.snapshot, spec.test_files, spec.timeout_s)
