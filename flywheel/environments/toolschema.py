@@ -9,7 +9,7 @@ names no offered tool, its arguments are not an object, or they break the tool's
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flywheel.tasks.toolcalls import ToolCall, calls_from_messages, parse_calls
@@ -109,9 +109,10 @@ def process_error(tools: list[dict[str, Any]], calls: Iterable[ToolCall]) -> str
     return None
 
 
-def response_calls(response: Any) -> list[ToolCall] | str:
+def response_calls(response: Any, text_filter: Callable[[str], str] | None = None) -> list[ToolCall] | str:
     """The tool calls of a response: `<tool_call>` blocks in text, or OpenAI messages (`tool_calls` fields
-    and inline blocks; also as a JSON string). A reason string when the response has no usable shape."""
+    and inline blocks; also as a JSON string). A reason string when the response has no usable shape.
+    `text_filter` cleans plain text before parsing (e.g. drops echoed tool results that may hold call text)."""
     if isinstance(response, str):
         s = response.strip()
         if s.startswith("[") and '"role"' in s[:200]:
@@ -121,7 +122,7 @@ def response_calls(response: Any) -> list[ToolCall] | str:
                 msgs = None
             if isinstance(msgs, list):
                 return response_calls(msgs)
-        return parse_calls(response)
+        return parse_calls(text_filter(response) if text_filter else response)
     if isinstance(response, list) and all(isinstance(m, dict) for m in response):
         try:
             return calls_from_messages(response)

@@ -36,8 +36,9 @@ from flywheel.environments.repo.judge import judge_tree, run_tests
 from flywheel.environments.repo.probes import hack_probes, wrong_responses
 from flywheel.environments.repo.spec import RepoSpec
 from flywheel.environments.repo.tools import TOOLS, RepoState, apply_call
+from flywheel.environments.toolschema import response_calls
 from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall, calls_from_messages, parse_calls
+from flywheel.tasks.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall
 from flywheel.verifiers.common import MAX_RESPONSE_CHARS, canonical, failed
 from flywheel.verifiers.verdict import Verdict
 
@@ -50,25 +51,9 @@ _RESULT_RE = re.compile(re.escape(RESULT_OPEN) + r".*?" + re.escape(RESULT_CLOSE
 
 
 def trajectory_calls(response: Any) -> list[ToolCall] | str:
-    """The calls of a trajectory (text or OpenAI messages, also as a JSON string), or why there are none."""
-    import json
-
-    if isinstance(response, str):
-        s = response.strip()
-        if s.startswith("[") and '"role"' in s[:200]:
-            try:
-                msgs = json.loads(s)
-            except json.JSONDecodeError:
-                msgs = None
-            if isinstance(msgs, list):
-                return trajectory_calls(msgs)
-        return parse_calls(_RESULT_RE.sub("", response))  # a file read back may itself hold call text
-    if isinstance(response, list) and all(isinstance(m, dict) for m in response):
-        try:
-            return calls_from_messages(response)
-        except (AttributeError, TypeError) as e:
-            return f"malformed messages: {e}"
-    return f"response must be text or a list of messages, got {type(response).__name__}"
+    """The calls of a trajectory (text or OpenAI messages, also as a JSON string), or why there are none;
+    in plain text, results read back are dropped first (a file read back may itself hold call text)."""
+    return response_calls(response, text_filter=lambda t: _RESULT_RE.sub("", t))
 
 
 class RepoEnvironment(BaseEnvironment):
