@@ -49,11 +49,14 @@ def family_metrics(report: Any) -> dict[str, dict[str, Estimate]]:
     return out
 
 
-def family_diffs(candidate: Any, baseline: Any) -> dict[str, Estimate]:
-    """Paired candidate-minus-baseline pass@1 per rolled-up family, on the tasks both reports share."""
+def family_diffs(candidate: Any, baseline: Any, groups: dict[str, list[str]] | None = None) -> dict[str, Estimate]:
+    """Paired candidate-minus-baseline pass@1 per rolled-up family, on the tasks both reports share
+    (`groups`: the candidate's `family_groups`, when the caller already has them)."""
     cfg = candidate.config
     out = {}
-    for fam, doms in family_groups([t.domain for t in candidate.tasks]).items():
+    if groups is None:
+        groups = family_groups([t.domain for t in candidate.tasks])
+    for fam, doms in groups.items():
         c = {t.task_id: t.pass1 for t in candidate.tasks if t.domain in doms}
         b = {t.task_id: t.pass1 for t in baseline.tasks if t.domain in doms}
         common = sorted(set(c) & set(b))

@@ -306,7 +306,7 @@ def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = REGR
             greedy[d] = _paired(cg, bg, cfg)
     regressions = tuple(d for d in domains if diffs[d].n and diffs[d].value < -tolerance)
     groups = family_groups(domains)
-    fam_diffs = family_diffs(candidate, baseline) if groups else {}
+    fam_diffs = family_diffs(candidate, baseline, groups) if groups else {}
     return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance, greedy,
                       {f: tuple(ds) for f, ds in groups.items()}, fam_diffs)
 

@@ -83,10 +83,13 @@ def non_inferiority_units(comparison: Comparison, gate: GateConfig) -> dict[str,
     return units
 
 
+def _failing(units: dict[str, Estimate], gate: GateConfig) -> tuple[str, ...]:
+    return tuple(u for u, e in units.items() if e.n and not e.lo > -gate.non_inferiority)
+
+
 def not_non_inferior(comparison: Comparison, gate: GateConfig) -> tuple[str, ...]:
     """Domains (or families) whose drop beyond the non-inferiority margin the evaluation cannot rule out."""
-    return tuple(u for u, e in non_inferiority_units(comparison, gate).items()
-                 if e.n and not e.lo > -gate.non_inferiority)
+    return _failing(non_inferiority_units(comparison, gate), gate)
 
 
 def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
@@ -96,9 +99,9 @@ def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
     if gate.primary not in comparison.diffs:
         raise ValueError(f"gate primary {gate.primary!r} is not in the evaluation; "
                          f"it has {sorted(comparison.diffs)}")
-    failing = not_non_inferior(comparison, gate)
+    units = non_inferiority_units(comparison, gate)
+    failing = _failing(units, gate)
     if failing:
-        units = non_inferiority_units(comparison, gate)
         worst = min(failing, key=lambda d: units[d].lo)
         e = units[worst]
         what = f"regressed by {-e.value:.3f} pass@1" if e.value < 0 else "was not shown non-inferior"
@@ -112,7 +115,7 @@ def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
         return False, (f"kept {comparison.baseline}: {gate.primary} pass@1 change {_ci(primary)} over "
                        f"{primary.n} paired tasks is {noise}: its lower bound does not beat the margin "
                        f"{gate.margin:.3f}")
-    fams = [u for u in non_inferiority_units(comparison, gate) if u.startswith("family:")]
+    fams = [u for u in units if u.startswith("family:")]
     every = "every domain" + (f" ({', '.join(fams)} pooled)" if fams else "")
     return True, (f"promoted {comparison.candidate}: {gate.primary} pass@1 {_ci(primary)} over {primary.n} "
                   f"paired tasks, lower bound above the margin {gate.margin:.3f}; {every} non-inferior "
