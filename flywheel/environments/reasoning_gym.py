@@ -26,6 +26,7 @@ import itertools
 import json
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from flywheel.environments.base import BaseEnvironment, check_split, is_heldout, task_from_dict
@@ -41,6 +42,12 @@ PRINTING = frozenset({"bf"})
 """Generators that print to stdout while generating (bf's interpreter writes a dot per program run): their
 output is swallowed, so a command's stdout stays its result (one JSON object under --json)."""
 _STDOUT_LOCK = threading.Lock()  # sys.stdout is process-wide: one swap at a time, restored in order
+
+
+@contextlib.contextmanager
+def _stdout_swallowed() -> Iterator[None]:
+    with _STDOUT_LOCK, contextlib.redirect_stdout(io.StringIO()):
+        yield
 _ANSWER_RE = re.compile(r"(?i)\banswer\s*:|<answer>(.*?)</answer>", re.S)
 
 LEVELS: dict[str, int] = {
@@ -163,9 +170,7 @@ class ReasoningGymEnvironment(BaseEnvironment):
         cfg = self._config(name, seed, size, level)
         if hasattr(cfg, "validate"):
             cfg.validate()
-        quiet = name in PRINTING
-        with _STDOUT_LOCK if quiet else contextlib.nullcontext(), \
-                contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        with _stdout_swallowed() if name in PRINTING else contextlib.nullcontext():
             ds = DATASETS[name][0](config=cfg)
             out = []
             for i in range(size):
