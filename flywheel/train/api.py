@@ -17,11 +17,12 @@ from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
 from flywheel.train.config import GRPOConfig
 from flywheel.train.difficulty import record_difficulty, training_model_name
+from flywheel.train.result import TrainResult
 from flywheel.train.rft_config import RftConfig
 from flywheel.train.stages import run_rft_stage
 from flywheel.train.taskset import build_task_set
 from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, TrainResult, train_rlvr
+from flywheel.train.trainer import RunInputs, train_rlvr
 
 
 def policy_dir(paths: FlywheelPaths, release: str) -> Path:

@@ -359,13 +359,9 @@ def math_probes(task: dict[str, Any]) -> list[Probe]:
 
 
 # --------------------------------------------------------------------------- agent
-def _gold_calls(initial: dict[str, int], goal: dict[str, int]) -> list[tuple[str, dict]]:
-    return gold_trajectory(initial, goal)
-
-
 def agent_probes(task: dict[str, Any]) -> list[Probe]:
     initial, goal = dict(task["initial_state"]), dict(task["goal"])
-    gold = _gold_calls(initial, goal)
+    gold = gold_trajectory(initial, goal)
     work = [c for c in gold if c[0] != "finish"]
     item = next(iter(goal), "apple")
     spare = next(f"zz_item_{i}" for i in range(100) if f"zz_item_{i}" not in goal and f"zz_item_{i}" not in initial)
