@@ -105,8 +105,12 @@ def baseline_trusted_half(rev: str):
                 Path(d, Path(path).name).write_bytes(got.stdout)
         saved = local_mod.isolate_cmd
         if "_DIR = sys.argv[1]" in Path(d, "_isolate.py").read_text():  # the folder-argument launcher (LAUNCH)
-            local_mod.isolate_cmd = lambda py, mode, rootless, cgroup: [
-                *saved(py, mode, rootless, cgroup)[:6], d, mode, *saved(py, mode, rootless, cgroup)[8:]]
+            def from_baseline(py: str, mode: str, rootless: bool, cgroup: bool) -> list[str]:
+                argv = saved(py, mode, rootless, cgroup)  # today's launcher, pointed at the baseline's folder
+                argv[argv.index(str(local_mod.ISOLATE.parent))] = d
+                return argv
+
+            local_mod.isolate_cmd = from_baseline
         else:  # earlier revisions ran _isolate.py by path
             local_mod.isolate_cmd = lambda py, mode, rootless, cgroup: [py, "-I", "-S", "-B", f"{d}/_isolate.py", mode]
         try:
