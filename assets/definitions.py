@@ -6,7 +6,7 @@ from types import ModuleType
 
 import dagster as dg
 
-from assets import (
+from flywheel_dagster.assets import (
     deployment,
     evaluation,
     history,
@@ -18,7 +18,7 @@ from assets import (
     training,
     verifiers,
 )
-from resources.defaults import default_resources
+from flywheel_dagster.resources.defaults import default_resources
 
 STAGE_MODULES: tuple[ModuleType, ...] = (
     traffic, logs, mining, verifiers, models, training, evaluation, deployment, history, orchestration,

@@ -5,11 +5,11 @@ import json
 import dagster as dg
 from pydantic import Field
 
-from assets.config import config_class
-from assets.metadata import latest_metadata, upstream_value
-from assets.partitions import base_models
 from flywheel.registry.gate import GateConfig
-from resources.storage import StorageResource
+from flywheel_dagster.assets.config import config_class
+from flywheel_dagster.assets.metadata import latest_metadata, upstream_value
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-deploy"]
 

@@ -3,15 +3,15 @@
 import dagster as dg
 from pydantic import Field
 
-from assets.config import config_class
-from assets.metadata import upstream_value
-from assets.partitions import base_models
 from flywheel.evaluation.runner import REGRESSION_TOLERANCE
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
-from resources.gpu import GpuResource, gpu_op_tags
-from resources.rollout import RolloutEngineResource
-from resources.storage import StorageResource
+from flywheel_dagster.assets.config import config_class
+from flywheel_dagster.assets.metadata import upstream_value
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.resources.gpu import GpuResource, gpu_op_tags
+from flywheel_dagster.resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.storage import StorageResource
 
 EVAL_GPU = GpuSpec(count=1)
 """Evaluation samples with the rollout engine: one GPU where there is one (CPU otherwise)."""

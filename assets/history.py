@@ -4,8 +4,8 @@ import base64
 
 import dagster as dg
 
-from assets.partitions import base_models
-from resources.storage import StorageResource
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.resources.storage import StorageResource
 
 
 @dg.asset(

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import dagster as dg
 from pydantic import Field
 
-from assets.partitions import daily_logs
-from assets.traffic import production_traffic
 from flywheel.logs.options import IngestOptions
 from flywheel.logs.schema import KNOWN_DOMAINS
-from resources.storage import WAREHOUSE_POOL, StorageResource
+from flywheel_dagster.assets.partitions import daily_logs
+from flywheel_dagster.assets.traffic import production_traffic
+from flywheel_dagster.resources.storage import WAREHOUSE_POOL, StorageResource
 
 OWNERS = ["team:flywheel-data"]
 

@@ -7,7 +7,7 @@ import dagster as dg
 
 from flywheel.mining import MiningConfig, build_task_pool, mine_failures
 from flywheel.mining.pool import pool_log_partitions
-from resources.storage import StorageResource
+from flywheel_dagster.resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-data"]
 

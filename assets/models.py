@@ -6,8 +6,8 @@ No `from __future__ import annotations` here: Dagster reads the config class fro
 
 import dagster as dg
 
-from assets.partitions import base_models
-from resources.storage import StorageResource
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.resources.storage import StorageResource
 
 
 class BaseModelConfig(dg.Config):

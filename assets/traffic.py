@@ -8,14 +8,14 @@ records it as `served_by`, and links `deployed_model` in its metadata (`champion
 
 import dagster as dg
 
-from assets.config import config_class
-from assets.partitions import daily_logs
 from flywheel.gpu import GpuSpec
 from flywheel.serving.champion import ServeConfig
 from flywheel.serving.production import ProductionConfig
-from resources.gpu import GpuResource, gpu_op_tags
-from resources.rollout import RolloutEngineResource
-from resources.storage import StorageResource
+from flywheel_dagster.assets.config import config_class
+from flywheel_dagster.assets.partitions import daily_logs
+from flywheel_dagster.resources.gpu import GpuResource, gpu_op_tags
+from flywheel_dagster.resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.storage import StorageResource
 
 SERVE_GPU = GpuSpec(count=1)
 """The champion samples through the rollout engine: one GPU where there is one (CPU otherwise)."""

@@ -8,17 +8,17 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from assets.config import config_class
-from assets.metadata import latest_metadata, policy_metadata, upstream_value
-from assets.partitions import base_models
 from flywheel.gpu import GpuSpec
 from flywheel.train.config import GRPOConfig
 from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
-from resources.gpu import GpuResource, gpu_op_tags
-from resources.ray import RayResource
-from resources.rollout import RolloutEngineResource
-from resources.storage import StorageResource
-from resources.trainer import TrainerResource
+from flywheel_dagster.assets.config import config_class
+from flywheel_dagster.assets.metadata import latest_metadata, policy_metadata, upstream_value
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.resources.gpu import GpuResource, gpu_op_tags
+from flywheel_dagster.resources.ray import RayResource
+from flywheel_dagster.resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.storage import StorageResource
+from flywheel_dagster.resources.trainer import TrainerResource
 
 TRAIN_GPU = GpuSpec(count=1)
 """The update and the rollouts share one GPU where there is one (CPU otherwise); one training run per pool."""

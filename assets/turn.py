@@ -20,10 +20,10 @@ from typing import Any
 
 import dagster as dg
 
-from assets.orchestration import BASE_MODEL_ASSETS, DAILY_ASSETS, TURN_TAG
-from assets.partitions import DEFAULT_BASE_MODEL, base_models
 from flywheel.paths import FlywheelPaths
 from flywheel.serving.production import ProductionConfig
+from flywheel_dagster.assets.orchestration import BASE_MODEL_ASSETS, DAILY_ASSETS, TURN_TAG
+from flywheel_dagster.assets.partitions import DEFAULT_BASE_MODEL, base_models
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class TurnDayError(ValueError):
 
 def check_turn_day(day: str) -> None:
     """A turn's day must be a daily-logs partition: a valid date from LOG_START_DATE up to today (UTC)."""
-    from assets.partitions import LOG_START_DATE
+    from flywheel_dagster.assets.partitions import LOG_START_DATE
 
     try:
         d = Date.fromisoformat(day)
@@ -245,8 +245,8 @@ def _run_config(log_level: str, ops: dict[str, Any], resources: dict[str, Any] |
 def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
              defs: dg.Definitions | None = None) -> dict[str, Any]:
     """Run one whole turn and return its summary (`eval_before`, `eval_after`, `promoted`, `reason`, …)."""
-    from assets.definitions import build_definitions
     from flywheel.registry.candidate import eval_dir, load_candidate_eval
+    from flywheel_dagster.assets.definitions import build_definitions
 
     defs = defs or build_definitions()
     paths = storage_paths(defs)
@@ -317,7 +317,7 @@ def first_day(paths: FlywheelPaths, n: int) -> str:
 
 def run_turns(cfg: TurnConfig, n: int, progress=print, log_level: str = "WARNING") -> list[dict[str, Any]]:
     """`n` turns on consecutive days (every day checked first); each turn's summary, in order."""
-    from assets.definitions import build_definitions
+    from flywheel_dagster.assets.definitions import build_definitions
 
     defs = build_definitions()
     check_overrides(cfg.overrides, defs)  # every override and every day, before any turn writes anything

@@ -7,8 +7,8 @@ from pydantic import Field
 from flywheel.train.config import GRPOConfig
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers
 from flywheel.verifiers.registry import VerifierRegistry
-from resources.sandbox import SandboxPoolResource
-from resources.storage import StorageResource
+from flywheel_dagster.resources.sandbox import SandboxPoolResource
+from flywheel_dagster.resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-verifiers"]
 

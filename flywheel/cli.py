@@ -1,4 +1,7 @@
-"""`flywheel` command line: one subcommand per module under `flywheel/commands/`.
+"""`flywheel` command line: the library's commands and those installed packages add.
+
+One subcommand per module under `flywheel/commands/`, plus the commands other
+installed packages add through the `flywheel.commands` entry point group (the Dagster code location adds `turn`).
 
 Every command prints human text on a terminal and one JSON object with `--json` (errors too:
 `{"error": ..., "exit_code": ...}`), and exits with one of the codes in docs/cli.md.
@@ -8,28 +11,19 @@ Every command prints human text on a terminal and one JSON object with `--json` 
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import json
 import sys
 import traceback
 from typing import Any, NoReturn
 
+from flywheel.commands import envs, evaluate, ingest, model, rollback, sandbox, serve, train, verify
 from flywheel.commands.output import EXIT_CODES, EXIT_USAGE, exit_code_for, fail, json_errors, reserved_stdout
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "ingest",
-    "verify",
-    "sandbox",
-    "model",
-    "train",
-    "evaluate",
-    "rollback",
-    "turn",
-    "serve",
-    "envs",
-)
-"""Modules of `flywheel.commands`; each has `register(subparsers)` adding its parser with `func` set."""
+COMMAND_MODULES = (ingest, verify, sandbox, model, train, evaluate, rollback, serve, envs)
+"""The library's commands; each module has `register(subparsers)` adding its parser with `func` set."""
+COMMANDS_ENTRY_POINTS = "flywheel.commands"
+"""Entry point group of commands other installed packages add: `name = "module:register"`."""
 
 
 class StrictParser(argparse.ArgumentParser):
@@ -78,9 +72,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flywheel {package_version()}")
     # subparsers are made with the parent's class (StrictParser), so every level rejects abbreviations
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"flywheel.commands.{name}").register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    for register in contributed_commands():
+        register(sub)
     return parser
+
+
+def contributed_commands() -> list[Any]:
+    """The `register` functions installed packages add (sorted by name); a command whose name the library
+    already uses, or whose target is not callable, is an error naming the entry point."""
+    ours = {m.__name__.rsplit(".", 1)[1] for m in COMMAND_MODULES}
+    found = []
+    for ep in sorted(importlib.metadata.entry_points(group=COMMANDS_ENTRY_POINTS), key=lambda e: e.name):
+        if ep.name in ours:
+            raise RuntimeError(f"entry point {COMMANDS_ENTRY_POINTS}:{ep.name} ({ep.value}) names a built-in command")
+        register = ep.load()
+        if not callable(register):
+            raise RuntimeError(f"entry point {COMMANDS_ENTRY_POINTS}:{ep.name} ({ep.value}) is not callable")
+        found.append(register)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

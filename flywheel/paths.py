@@ -1,13 +1,22 @@
 """Where one flywheel installation keeps its state: one home folder, plus an optional MLflow server.
 
 The library takes a `FlywheelPaths` as an argument and never reads the environment itself; the
-CLI builds one with `flywheel.commands.storage.storage_from_env()`, Dagster with `StorageResource`.
+CLI entry point and Dagster's `StorageResource` each hand `paths_from_environ` their process environment.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+HOME_ENV = "FLYWHEEL_HOME"
+"""The home folder (default `./.flywheel`): warehouse, models, checkpoints, the local MLflow store."""
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+"""An MLflow server instead of SQLite under the home."""
+RELEASES_DIR_ENV = "FLYWHEEL_BASE_MODELS_DIR"
+"""The folder watched for new base-model releases (default `$FLYWHEEL_HOME/models/base`)."""
+DEFAULT_HOME = ".flywheel"
 
 
 @dataclass(frozen=True)
@@ -68,3 +77,12 @@ class FlywheelPaths:
         for p in (self.home, self.raw_logs, self.mlflow_artifacts, self.models, self.checkpoints):
             p.mkdir(parents=True, exist_ok=True)
         return self
+
+
+def paths_from_environ(environ: Mapping[str, str]) -> FlywheelPaths:
+    """The installation an environment names (nothing created: call `.ensure()` before writing); the caller
+    passes its environment in, so the library itself never reads one."""
+    releases = environ.get(RELEASES_DIR_ENV)
+    return FlywheelPaths(home=Path(environ.get(HOME_ENV) or DEFAULT_HOME).resolve(),
+                         tracking_uri=environ.get(TRACKING_URI_ENV, ""),
+                         releases_dir=Path(releases).resolve() if releases else None)

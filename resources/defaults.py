@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from resources import ray, rollout, sandbox, storage, trainer
-from resources.gpu import GpuResource
+from flywheel_dagster.resources import ray, rollout, sandbox, storage, trainer
+from flywheel_dagster.resources.gpu import GpuResource
 
 
 def default_resources() -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 The warehouse (DuckDB), models and checkpoints, the MLflow tracking/registry store and the raw
 logs all derive from it; assets hand `storage.paths()` (a `flywheel.paths.FlywheelPaths`) to
-library calls. `default_storage()` is the embedded default, built from the same environment the
-CLI reads (`flywheel.commands.storage.storage_from_env`).
+library calls. `default_storage()` is the embedded default, built from the same environment variables the
+CLI reads (`flywheel.paths.paths_from_environ`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,9 +19,8 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from flywheel.commands.storage import TRACKING_URI_ENV, storage_from_env
 from flywheel.logs.warehouse import configure, ensure_tables
-from flywheel.paths import FlywheelPaths
+from flywheel.paths import TRACKING_URI_ENV, FlywheelPaths, paths_from_environ
 from flywheel.tracking import DEFAULT_UI_URL, ui_base
 from flywheel.train.telemetry import DEFAULT_EXPERIMENT, Telemetry
 
@@ -81,7 +81,7 @@ class StorageResource(dg.ConfigurableResource):
 
 def default_storage() -> StorageResource:
     """The embedded default: the environment the CLI reads; a server URI stays an `EnvVar` (never a config value)."""
-    env = storage_from_env()
+    env = paths_from_environ(os.environ)
     return StorageResource(home=str(env.home), tracking_uri=dg.EnvVar(TRACKING_URI_ENV) if env.tracking_uri else "",
                            releases_dir=str(env.releases_dir or ""))
 

@@ -56,7 +56,7 @@ def flywheel_home(tmp_path, monkeypatch):
 @pytest.fixture
 def storage(flywheel_home):
     """The Dagster `StorageResource` of `flywheel_home`."""
-    from resources.storage import StorageResource
+    from flywheel_dagster.resources.storage import StorageResource
 
     return StorageResource(home=str(flywheel_home.home))
 

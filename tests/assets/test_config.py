@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from assets.evaluation import EvalReportConfig
-from assets.training import PLACEMENT, RlvrConfig
 from flywheel.cli import build_parser
 from flywheel.config_fields import from_args
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.train.config import GRPOConfig
+from flywheel_dagster.assets.evaluation import EvalReportConfig
+from flywheel_dagster.assets.training import PLACEMENT, RlvrConfig
 
 
 def _flags(command: str) -> dict[str, argparse.Action]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import assets
+import flywheel_dagster.assets as assets
 
 EXPORTS = ("ASSETS", "CHECKS", "JOBS", "SCHEDULES", "SENSORS")
 FLYWHEEL_ASSETS = {"production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers", "base_model",
@@ -18,14 +18,14 @@ def _keys(defs_: list) -> set[str]:
 
 
 def test_definitions_load():
-    from assets.definitions import STAGE_MODULES, build_definitions
+    from flywheel_dagster.assets.definitions import STAGE_MODULES, build_definitions
 
     defs = build_definitions()
     assert "gpu" in defs.resources
     # every module under assets/ that exports definitions is a stage module, and only those are
     exporting = {m.name for m in pkgutil.iter_modules(assets.__path__)
-                 if any(hasattr(importlib.import_module(f"assets.{m.name}"), e) for e in EXPORTS)}
-    assert {m.__name__.removeprefix("assets.") for m in STAGE_MODULES} == exporting
+                 if any(hasattr(importlib.import_module(f"flywheel_dagster.assets.{m.name}"), e) for e in EXPORTS)}
+    assert {m.__name__.removeprefix("flywheel_dagster.assets.") for m in STAGE_MODULES} == exporting
     # each stage module's assets and checks are in the Definitions' graph
     graph = defs.resolve_asset_graph()
     asset_keys = {k.to_user_string() for k in graph.get_all_asset_keys()}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.partitions import base_models
+from flywheel_dagster.assets.partitions import base_models
 
 
 def _write_task_pool(warehouse: Path, prompts: list[str]) -> None:
@@ -46,11 +46,11 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, storage, seed
     import mlflow
     import torch
 
-    from assets.deployment import deployed_model
-    from assets.evaluation import eval_report
     from flywheel.tasks.suites import heldout_suite, train_suite
-    from resources.gpu import GpuResource
-    from resources.rollout import RolloutEngineResource
+    from flywheel_dagster.assets.deployment import deployed_model
+    from flywheel_dagster.assets.evaluation import eval_report
+    from flywheel_dagster.resources.gpu import GpuResource
+    from flywheel_dagster.resources.rollout import RolloutEngineResource
 
     torch.set_num_threads(1)
     seed_mlflow_db(flywheel_home)

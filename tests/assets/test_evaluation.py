@@ -6,7 +6,7 @@ import json
 
 
 def test_eval_asset_carries_its_gpu_spec():
-    from assets.evaluation import EVAL_GPU, eval_report
+    from flywheel_dagster.assets.evaluation import EVAL_GPU, eval_report
 
     spec = eval_report.specs_by_key[next(iter(eval_report.keys))]
     tags = eval_report.op.tags

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from assets.logs import CHECKS, raw_task_logs, task_logs
-from resources.storage import StorageResource
+from flywheel_dagster.assets.logs import CHECKS, raw_task_logs, task_logs
+from flywheel_dagster.resources.storage import StorageResource
 
 DAY = "2026-12-01"
 

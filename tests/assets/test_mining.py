@@ -6,9 +6,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from assets.mining import ASSETS, CHECKS, MiningRunConfig, failure_cases, task_pool
 from flywheel.mining import MiningConfig
-from resources.storage import StorageResource
+from flywheel_dagster.assets.mining import ASSETS, CHECKS, MiningRunConfig, failure_cases, task_pool
+from flywheel_dagster.resources.storage import StorageResource
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import dagster as dg
 
 
 def _materialize(instance: dg.DagsterInstance, storage, key: str, config: dict | None = None) -> dg.ExecuteInJobResult:
-    from assets.models import base_model
+    from flywheel_dagster.assets.models import base_model
 
     instance.add_dynamic_partitions("base_model", [key])
     run_config = {"ops": {"base_model": {"config": config}}} if config else None
@@ -46,7 +46,7 @@ def test_checkpoint_folder_partition_registers_the_users_model(tiny_model_dir, s
 
 
 def test_unknown_release_fails_with_a_clear_error(storage):
-    from assets.models import base_model
+    from flywheel_dagster.assets.models import base_model
 
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("base_model", ["qwen-missing"])
@@ -58,7 +58,7 @@ def test_unknown_release_fails_with_a_clear_error(storage):
 
 
 def test_load_check_passes_for_a_built_release(install_tiny_quick, flywheel_home, storage):
-    from assets.models import base_model, base_model_loads
+    from flywheel_dagster.assets.models import base_model, base_model_loads
 
     install_tiny_quick(flywheel_home.models)
     with dg.instance_for_test() as instance:
@@ -71,8 +71,8 @@ def test_load_check_passes_for_a_built_release(install_tiny_quick, flywheel_home
 
 
 def test_definitions_include_base_model_and_rollout_engine():
-    from assets.definitions import build_definitions
-    from resources.rollout import RolloutEngineResource
+    from flywheel_dagster.assets.definitions import build_definitions
+    from flywheel_dagster.resources.rollout import RolloutEngineResource
 
     defs = build_definitions()
     assert defs.get_assets_def("base_model").partitions_def.name == "base_model"

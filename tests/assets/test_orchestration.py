@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from assets.orchestration import (
+from flywheel_dagster.assets.orchestration import (
     BASE_MODEL_ASSETS,
     DAILY_ASSETS,
     base_model_job,
@@ -17,7 +17,7 @@ from assets.orchestration import (
     daily_logs_job,
     daily_turn_schedule,
 )
-from assets.partitions import base_models, daily_logs
+from flywheel_dagster.assets.partitions import base_models, daily_logs
 
 
 def _checkpoint(root: Path, name: str, complete: bool = True) -> Path:
@@ -30,7 +30,7 @@ def _checkpoint(root: Path, name: str, complete: bool = True) -> Path:
 
 
 def test_jobs_split_by_partitions_and_schedule_targets_daily_job():
-    from assets.definitions import defs
+    from flywheel_dagster.assets.definitions import defs
 
     daily, model = defs.resolve_job_def("daily_logs_job"), defs.resolve_job_def("base_model_job")
     assert daily.partitions_def == daily_logs and model.partitions_def == base_models
@@ -50,7 +50,7 @@ def test_schedule_runs_the_day_that_just_ended(tick, day):
     traffic the daily job's first asset (production_traffic) serves and writes."""
     from datetime import datetime
 
-    from assets.definitions import defs
+    from flywheel_dagster.assets.definitions import defs
 
     schedule = defs.resolve_schedule_def("daily_turn_schedule")
     context = dg.build_schedule_context(instance=dg.DagsterInstance.ephemeral(),
@@ -62,7 +62,7 @@ def test_schedule_runs_the_day_that_just_ended(tick, day):
 
 
 def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path):
-    from resources.storage import StorageResource
+    from flywheel_dagster.resources.storage import StorageResource
 
     releases = tmp_path / "releases"
     storage = StorageResource(home=str(tmp_path / "home"), releases_dir=str(releases))
@@ -95,7 +95,7 @@ def test_release_sensor_adds_partitions_and_requests_backfills(tmp_path):
 
 def test_release_sensor_targets_the_backfill_chain():
     """The sensor's runs are `base_model_job` runs: base_model -> rlvr_policy -> eval_report -> deployed_model."""
-    from assets.definitions import defs
+    from flywheel_dagster.assets.definitions import defs
 
     sensor = defs.resolve_sensor_def("base_model_release_sensor")
     job = defs.resolve_job_def(sensor.job_name)
@@ -122,7 +122,7 @@ def test_chained_job_follows_the_champion_base_model(flywheel_home, seed_mlflow_
 
 
 def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage, seed_mlflow_db):
-    from assets.orchestration import TURN_TAG, chain_base_model_job
+    from flywheel_dagster.assets.orchestration import TURN_TAG, chain_base_model_job
 
     seed_mlflow_db(flywheel_home)
     instance = dg.DagsterInstance.ephemeral()
@@ -146,7 +146,7 @@ def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage
 
 @pytest.mark.parametrize("kind", ["multiprocess", "in_process"])
 def test_executor_switch(kind, monkeypatch):
-    from assets.orchestration import executor_from_env
+    from flywheel_dagster.assets.orchestration import executor_from_env
 
     monkeypatch.setenv("FLYWHEEL_EXECUTOR", kind)
     assert executor_from_env().name == kind
@@ -159,6 +159,6 @@ def test_pools_and_gpu_run_limit_in_dagster_yaml():
     cfg = yaml.safe_load((Path(__file__).resolve().parents[2] / "dagster.yaml").read_text())
     assert cfg["concurrency"]["pools"]["default_limit"] == 1  # one step per GPU pool at a time
     limits = {x["key"]: x["limit"] for x in cfg["concurrency"]["runs"]["tag_concurrency_limits"]}
-    from assets.orchestration import base_model_job
+    from flywheel_dagster.assets.orchestration import base_model_job
 
     assert "flywheel/gpu" in base_model_job.tags and limits["flywheel/gpu"] == 1

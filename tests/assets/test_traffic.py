@@ -21,7 +21,7 @@ def daily(flywheel_home, seed_mlflow_db, monkeypatch):
     """The Definitions on a fresh home (seeded MLflow store, no champion yet) and an ephemeral instance."""
     import torch
 
-    from assets.definitions import build_definitions
+    from flywheel_dagster.assets.definitions import build_definitions
 
     torch.set_num_threads(1)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -73,7 +73,7 @@ def test_daily_schedule_serves_the_champion_without_a_turn(daily, flywheel_home,
     assert _materialized(result) == {"production_traffic", "raw_task_logs", "task_logs", "failure_cases",
                                      "task_pool", "verifiers"}
     # and the day's success chains the model side (base_model_job for the champion's base model)
-    from assets.orchestration import chain_base_model_job
+    from flywheel_dagster.assets.orchestration import chain_base_model_job
 
     run = instance.get_run_by_id(result.run_id)
     tick = chain_base_model_job(dg.build_run_status_sensor_context(
@@ -111,9 +111,9 @@ def test_a_day_without_logs_is_a_skip_not_a_failure(flywheel_home, tmp_path):
     """With the logs in the user's storage and none there for the day, nothing is written to it, the run
     succeeds, raw_task_logs says why it skipped, and the assets after it skip (a failed run would show them
     all as Failed in the catalog)."""
-    from assets import logs, mining, orchestration, traffic, verifiers
-    from resources.defaults import default_resources
-    from resources.storage import StorageResource
+    from flywheel_dagster.assets import logs, mining, orchestration, traffic, verifiers
+    from flywheel_dagster.resources.defaults import default_resources
+    from flywheel_dagster.resources.storage import StorageResource
 
     user = tmp_path / "bucket"
     storage = StorageResource(home=str(flywheel_home.home), raw_logs_uri=f"{user}/{{date}}/")
@@ -142,8 +142,8 @@ def test_a_day_without_logs_is_a_skip_not_a_failure(flywheel_home, tmp_path):
 def test_lineage_has_the_edge_and_the_job_starts_with_traffic():
     """production_traffic -> raw_task_logs is a graph edge; deployed_model -> production_traffic (the cycle the
     graph cannot hold) is the champion the asset links in its metadata."""
-    from assets.definitions import defs
-    from assets.orchestration import DAILY_ASSETS
+    from flywheel_dagster.assets.definitions import defs
+    from flywheel_dagster.assets.orchestration import DAILY_ASSETS
 
     graph = defs.resolve_asset_graph()
     node = graph.get(dg.AssetKey("production_traffic"))

@@ -9,11 +9,11 @@ import dagster as dg
 import mlflow
 import yaml
 
-from assets.training import RlvrConfig, rlvr_policy
-from resources.gpu import GpuResource
-from resources.ray import RayResource
-from resources.rollout import RolloutEngineResource
-from resources.trainer import TrainerResource
+from flywheel_dagster.assets.training import RlvrConfig, rlvr_policy
+from flywheel_dagster.resources.gpu import GpuResource
+from flywheel_dagster.resources.ray import RayResource
+from flywheel_dagster.resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.trainer import TrainerResource
 
 
 def test_config_converts_to_the_library_config():

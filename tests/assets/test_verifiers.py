@@ -7,9 +7,9 @@ import duckdb
 
 
 def test_asset_and_blocking_check(local_sandbox, fill_task_pool, tmp_path):
-    from assets.verifiers import verifiers, verifiers_valid_share
-    from resources.sandbox import SandboxPoolResource
-    from resources.storage import StorageResource
+    from flywheel_dagster.assets.verifiers import verifiers, verifiers_valid_share
+    from flywheel_dagster.resources.sandbox import SandboxPoolResource
+    from flywheel_dagster.resources.storage import StorageResource
 
     db = str(tmp_path / "warehouse.duckdb")  # the storage home's warehouse
     con = duckdb.connect(db)

@@ -29,8 +29,8 @@ def turn_env(flywheel_home, install_tiny_quick, tmp_path, monkeypatch):
 
 
 def test_two_consecutive_turns(turn_env):
-    from assets.turn import TurnConfig, run_turn
     from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+    from flywheel_dagster.assets.turn import TurnConfig, run_turn
 
     cfg = TurnConfig(day="2026-12-01", base_model="tiny-quick", records=300, train_budget_s=0, overrides=TINY)
     first = run_turn(cfg, progress=lambda _: None)
@@ -78,8 +78,8 @@ def test_a_turn_day_must_be_a_log_partition(tmp_path, monkeypatch, capsys):
     """A future day (the default after today's turn) or a non-date is a clear error, before any traffic."""
     from datetime import datetime, timedelta, timezone
 
-    from assets.turn import check_turn_day
     from flywheel.cli import main
+    from flywheel_dagster.assets.turn import check_turn_day
 
     today = datetime.now(timezone.utc).date()
     check_turn_day(today.isoformat())
@@ -96,7 +96,7 @@ def test_a_turn_day_must_be_a_log_partition(tmp_path, monkeypatch, capsys):
 def test_turns_are_consecutive_days_all_checked_before_any_runs():
     from datetime import datetime, timedelta, timezone
 
-    from assets.turn import TurnDayError, turn_days
+    from flywheel_dagster.assets.turn import TurnDayError, turn_days
 
     assert turn_days("2026-11-29", 3) == ["2026-11-29", "2026-11-30", "2026-12-01"]
     today = datetime.now(timezone.utc).date()
@@ -111,8 +111,8 @@ def test_turns_are_consecutive_days_all_checked_before_any_runs():
 def test_a_fresh_home_starts_early_enough_for_three_single_turns(tmp_path):
     from datetime import datetime, timedelta, timezone
 
-    from assets.turn import FRESH_HOME_DAYS, first_day, next_day
     from flywheel.paths import FlywheelPaths
+    from flywheel_dagster.assets.turn import FRESH_HOME_DAYS, first_day, next_day
 
     paths = FlywheelPaths(home=tmp_path / "home").ensure()
     today = datetime.now(timezone.utc).date()

@@ -124,11 +124,11 @@ def test_a_finished_run_shows_progress_lines_and_links_its_mlflow_run(webserver,
     import dagster as dg
     import mlflow
 
-    from assets.training import RlvrConfig, rlvr_policy
-    from resources.gpu import GpuResource
-    from resources.ray import RayResource
-    from resources.rollout import RolloutEngineResource
-    from resources.trainer import TrainerResource
+    from flywheel_dagster.assets.training import RlvrConfig, rlvr_policy
+    from flywheel_dagster.resources.gpu import GpuResource
+    from flywheel_dagster.resources.ray import RayResource
+    from flywheel_dagster.resources.rollout import RolloutEngineResource
+    from flywheel_dagster.resources.trainer import TrainerResource
 
     chromium = _chromium()
     release = "ui-tiny"

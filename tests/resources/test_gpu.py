@@ -7,7 +7,7 @@ import json
 import pytest
 
 from flywheel.gpu import GpuSpec
-from resources.gpu import gpu_op_tags
+from flywheel_dagster.resources.gpu import gpu_op_tags
 
 
 def test_op_tags_parse_as_dagster_k8s_config():

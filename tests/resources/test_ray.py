@@ -5,11 +5,11 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from resources.ray import RayResource
+from flywheel_dagster.resources.ray import RayResource
 
 
 def test_off_by_default_changes_nothing():
-    from assets.definitions import defs
+    from flywheel_dagster.assets.definitions import defs
 
     res = defs.resources["ray"]
     assert isinstance(res, RayResource) and not res.enabled
@@ -34,11 +34,11 @@ def test_rlvr_policy_materializes_with_both_fleets_on_local_ray(flywheel_home, s
     ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
     import mlflow
 
-    from assets.training import RlvrConfig, rlvr_policy
     from flywheel.train.telemetry import mlflow_key
-    from resources.gpu import GpuResource
-    from resources.rollout import RolloutEngineResource
-    from resources.trainer import TrainerResource
+    from flywheel_dagster.assets.training import RlvrConfig, rlvr_policy
+    from flywheel_dagster.resources.gpu import GpuResource
+    from flywheel_dagster.resources.rollout import RolloutEngineResource
+    from flywheel_dagster.resources.trainer import TrainerResource
 
     release = "ray-tiny"
     base = random_tiny(flywheel_home.models / "base" / release)

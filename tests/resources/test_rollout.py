@@ -7,7 +7,7 @@ import pytest
 
 from flywheel.evaluation.runner import evaluate_policy
 from flywheel.evaluation.suites import EvalConfig
-from resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.rollout import RolloutEngineResource
 
 
 def test_factory_builds_the_configured_engine_and_evaluation_uses_it(tiny_model_dir):

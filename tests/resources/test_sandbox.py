@@ -6,7 +6,7 @@ from flywheel.sandbox import Limits
 
 
 def test_sandbox_pool_resource():
-    from resources.sandbox import SandboxPoolResource, default_resources
+    from flywheel_dagster.resources.sandbox import SandboxPoolResource, default_resources
 
     assert isinstance(default_resources()["sandbox"], SandboxPoolResource)
     res = SandboxPoolResource(workers=1, memory_mb=128, wall_timeout_s=2)

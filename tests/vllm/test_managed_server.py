@@ -8,7 +8,7 @@ import pytest
 
 from flywheel.rollout.chat import render_prompt
 from flywheel.serving.vllm_server import group_pids, pid_alive
-from resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.rollout import RolloutEngineResource
 
 PROMPTS = [render_prompt("math", f"What is {i} + 4?") for i in range(3)]
 

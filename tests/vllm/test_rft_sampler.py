@@ -8,7 +8,7 @@ from flywheel.tasks.suites import train_suite
 from flywheel.train.rft import run_rft
 from flywheel.train.rft_config import RftConfig
 from flywheel.verifiers.verdict import Verdict
-from resources.rollout import RolloutEngineResource
+from flywheel_dagster.resources.rollout import RolloutEngineResource
 
 
 def _any_text(domain: str, task: dict, response: str) -> Verdict:

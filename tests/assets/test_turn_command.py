@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 ])
 def test_bad_overrides_fail_before_anything_is_written(override, why, flywheel_home, capsys, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(flywheel_home.home / "dagster_home"))
-    code = main(["turn", "--project-dir", str(REPO), "--day", "2026-12-01", "--set", "rlvr_policy.steps=3",
+    code = main(["turn", "--day", "2026-12-01", "--set", "rlvr_policy.steps=3",
                  "--set", override])
     err = capsys.readouterr().err
     assert code == 2 and why in err and len(err.strip().splitlines()) == 1
@@ -41,14 +41,14 @@ def test_bad_overrides_fail_before_anything_is_written(override, why, flywheel_h
 
 
 def test_bad_override_under_json(flywheel_home, capsys):
-    assert main(["turn", "--project-dir", str(REPO), "--set", "rlvr_policy.stepz=5", "--json"]) == 2
+    assert main(["turn", "--set", "rlvr_policy.stepz=5", "--json"]) == 2
     err = json.loads(capsys.readouterr().out)
     assert err["exit_code"] == 2 and err["error"].startswith("--set rlvr_policy.stepz: rlvr_policy has no config")
 
 
 def test_valid_overrides_pass_the_check():
-    from assets.definitions import build_definitions
-    from assets.turn import check_overrides
+    from flywheel_dagster.assets.definitions import build_definitions
+    from flywheel_dagster.assets.turn import check_overrides
 
     check_overrides({"rlvr_policy": {"steps": 3, "lr": 1, "domain_weights": {"math": 1.0}, "adam_betas": [0.8, 0.9]},
                      "eval_report": {"n_samples": 1}, "verifiers": {"max_tasks": 0},
@@ -59,8 +59,8 @@ def test_resource_override_keeps_the_resources_other_fields():
     """Dagster replaces a resource's whole config: the override is laid over what the Definitions configured."""
     import dagster as dg
 
-    from assets.definitions import build_definitions
-    from assets.turn import resource_config
+    from flywheel_dagster.assets.definitions import build_definitions
+    from flywheel_dagster.assets.turn import resource_config
 
     defs = build_definitions()
     job = defs.resolve_job_def("base_model_job")
@@ -73,7 +73,7 @@ def test_resource_override_keeps_the_resources_other_fields():
 
 
 def test_dagster_home_defaults_to_flywheel_home(flywheel_home, monkeypatch):
-    from assets.turn import PROJECT_DAGSTER_YAML, turn_instance
+    from flywheel_dagster.assets.turn import PROJECT_DAGSTER_YAML, turn_instance
 
     monkeypatch.setenv("DAGSTER_HOME", "set-so-that-monkeypatch-restores-it")
     monkeypatch.delenv("DAGSTER_HOME")

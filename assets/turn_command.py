@@ -1,7 +1,8 @@
 """`flywheel turn`: one whole flywheel turn on the embedded defaults (what `make flywheel` runs).
 
-The turn runs the project's Dagster jobs (the `assets` code location beside this package),
-so it must run from the project root: `make flywheel` does.
+The command belongs to the Dagster code location (it drives the jobs of `flywheel_dagster.assets`), so the
+code location contributes it to the `flywheel` CLI through the `flywheel.commands` entry point: the library's
+CLI knows nothing of Dagster, and the command works from any folder once the project is installed.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 from flywheel.commands.argtypes import count, non_negative, positive_int
 from flywheel.commands.output import add_json_flag, emit, exit_code_for, fail
@@ -25,9 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                                  "raw-log folder; with none and --turns N, N-1 days before today)")
     p.add_argument("--turns", type=positive_int, default=1, metavar="N",
                    help="run N turns on consecutive days; prints the history (pass@1 per turn) at the end")
-    p.add_argument("--project-dir", default=None, metavar="DIR",
-                   help="the flywheel project (its assets/ code location; default: the nearest folder upwards "
-                        "from here holding workspace.yaml and assets/definitions.py)")
     p.add_argument("--base-model", default="tiny-v1", help="base-model partition (release name or checkpoint)")
     p.add_argument("--records", type=positive_int, default=3000, help="production requests served for the day")
     p.add_argument("--seed", type=count, default=0)
@@ -64,25 +61,17 @@ def format_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
-def project_root(explicit: str | None) -> Path | None:
-    """The project folder whose `assets` code location the turn runs, or None when there is none."""
-    here = Path(explicit or os.getcwd()).resolve()
-    for d in [here] if explicit else [here, *here.parents]:
-        if (d / "workspace.yaml").is_file() and (d / "assets" / "definitions.py").is_file():
-            return d
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
-    root = project_root(args.project_dir)
-    if root is None:
-        return fail("`flywheel turn` runs the project's Dagster code location (assets/): run it inside the "
-                    "project checkout or pass --project-dir")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))  # the code location is not installed: only `flywheel` is
-    # the project's code location, importable only once its root is on sys.path
-    from assets.turn import TurnConfig, TurnConfigError, TurnDayError, parse_override, run_turns
+    # Dagster loads here, not when the CLI builds its parsers: `flywheel --help` stays fast
     from flywheel.registry.history import history_markdown, load_history
+    from flywheel_dagster.assets.turn import (
+        TurnConfig,
+        TurnConfigError,
+        TurnDayError,
+        parse_override,
+        run_turns,
+    )
+
 
     overrides: dict[str, dict] = {}
     try:
