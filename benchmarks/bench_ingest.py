@@ -24,7 +24,7 @@ from _floors import TEXT_COLS, checks_floor_s, connection, copy_floor_s, parquet
 
 from flywheel.logs.ingest import ingest  # noqa: E402
 from flywheel.logs.synthetic import generate_parquet_logs  # noqa: E402
-from flywheel.logs.warehouse import connect  # noqa: E402
+from flywheel.warehouse import connect  # noqa: E402
 
 
 def peak_rss_mib() -> float:

@@ -61,7 +61,8 @@ def _cpu_s() -> float:
 def _connect(warehouse: Path, threads: int):
     import duckdb
 
-    from flywheel.logs.warehouse import configure, ensure_tables
+    from flywheel.warehouse import configure
+    from flywheel.warehouse.tables import ensure_tables
 
     con = configure(duckdb.connect(str(warehouse)))
     con.execute(f"SET threads = {threads}")

@@ -19,10 +19,10 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from flywheel.logs.warehouse import configure, ensure_tables
 from flywheel.paths import TRACKING_URI_ENV, FlywheelPaths, paths_from_environ
 from flywheel.tracking import DEFAULT_UI_URL, ui_base
 from flywheel.train.telemetry import DEFAULT_EXPERIMENT, Telemetry
+from flywheel.warehouse import prepare
 
 WAREHOUSE_POOL = "duckdb_warehouse"
 """Dagster concurrency pool for assets that open the warehouse: DuckDB allows one writing process
@@ -64,9 +64,7 @@ class StorageResource(dg.ConfigurableResource):
         """A read-write warehouse connection with the flywheel's session settings and tables
         (dagster-duckdb's, which retries while another process holds the file lock)."""
         with DuckDBResource(database=str(self.paths().warehouse)).get_connection() as con:
-            configure(con)
-            ensure_tables(con)
-            yield con
+            yield prepare(con)
 
     def mlflow_ui(self) -> str:
         """The MLflow UI base URL links in asset metadata start with."""

@@ -50,7 +50,8 @@ from flywheel.logs.guard import guard_sources
 from flywheel.logs.load import Loader
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.sources import list_sources
-from flywheel.logs.warehouse import connect, ensure_tables
+from flywheel.warehouse import connect
+from flywheel.warehouse.tables import ensure_tables
 
 
 def _caller(progress: Callable[[int], None] | None) -> Callable[[int], None] | None:

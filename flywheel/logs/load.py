@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -34,8 +35,8 @@ from flywheel.logs.validate_sql import (
     safe_names,
     sql_literal,
 )
-from flywheel.logs.warehouse import task_logs_dir
 from flywheel.logs.writer import PartWriter
+from flywheel.warehouse.tables import task_logs_dir
 
 
 class Loader:
@@ -223,7 +224,9 @@ class Loader:
             return
         key_found: dict[int, dict[str, int]] = {}
         if self.opts.redact:  # ids redacted before stored keys are looked up: re-ingest finds the same key
+            t0 = time.perf_counter()
             cand, key_found = redact_keys(self.con, cand)
+            self.report.redact_seconds += time.perf_counter() - t0
         cand = self._drop_stored(cand)
         if len(cand):
             h = cand["h"].to_numpy()
@@ -238,12 +241,15 @@ class Loader:
         cols = {c: (t[c].take(idx) if c in passthrough else cand[c]) for c in OUT_COLS}
         n = len(cand)
         red = pa.array(self._key_redactions(cand, key_found) if key_found else np.zeros(n, np.int32))
-        if self.opts.redact and n:
-            hit = prefilter_hits(cols, n, self.pool, self.opts.workers)
         new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
         if self.opts.redact and n:
-            if pc.any(hit).as_py():
-                new = self._redact(new, hit)
+            t0 = time.perf_counter()
+            hits = prefilter_hits(cols, n, self.pool, self.opts.workers)
+            flagged = np.logical_or.reduce(list(hits.values()))
+            self.report.prefilter_hits += int(flagged.sum())
+            if flagged.any():
+                new = self._redact(new, hits)
+            self.report.redact_seconds += time.perf_counter() - t0
         if n:
             self._write(src, new)
         self.report.ingested += n
@@ -271,8 +277,8 @@ class Loader:
                 self.report.redactions += v
         return red
 
-    def _redact(self, new: pa.Table, hit: pa.Array) -> pa.Table:
-        new, by_kind = redact_rows(self.con, new, hit)
+    def _redact(self, new: pa.Table, hits: dict[str, np.ndarray]) -> pa.Table:
+        new, by_kind = redact_rows(new, hits)
         for k, n in by_kind.items():
             self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + n
             self.report.redactions += n

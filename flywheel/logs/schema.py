@@ -8,27 +8,15 @@ break ingest and nothing a user logged is dropped.
 
 from __future__ import annotations
 
-import pyarrow as pa
+from flywheel.warehouse.tables import TASK_LOG_SCHEMA
 
 KNOWN_DOMAINS: tuple[str, ...] = ("math", "code", "agent", "repo")
 
 REQUIRED_FIELDS: tuple[str, ...] = ("timestamp", "task_id", "domain", "model", "messages", "outcome")
 """Fields a line must carry. `id` is optional: a content hash keys records without one."""
 
-TASK_LOG_SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False, metadata={"doc": "record id; content hash when missing"}),
-        pa.field("timestamp", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("task_id", pa.string(), nullable=False),
-        pa.field("domain", pa.string(), nullable=False, metadata={"doc": "math | code | agent | ..."}),
-        pa.field("model", pa.string(), nullable=False, metadata={"doc": "name:version that served it"}),
-        pa.field("messages", pa.string(), nullable=False, metadata={"doc": "JSON: OpenAI chat messages"}),
-        pa.field("outcome", pa.string(), nullable=False, metadata={"doc": "JSON: what production observed"}),
-        pa.field("reference", pa.string(), nullable=True, metadata={"doc": "JSON: answer / tests / goal"}),
-        pa.field("extra", pa.string(), nullable=True, metadata={"doc": "JSON: unknown top-level fields, kept"}),
-    ]
-)
-"""Columns of `raw_task_logs` and `task_logs`, before the warehouse's bookkeeping columns."""
+# the record's columns are the warehouse table's: declared once, in flywheel/warehouse/tables.py
+__all__ = ["KNOWN_DOMAINS", "OUTCOME_KEYS", "REQUIRED_FIELDS", "TASK_LOG_SCHEMA"]
 
 OUTCOME_KEYS: tuple[str, ...] = (
     "status",  # "success" | "failure" | "error" | "timeout" | "refused"

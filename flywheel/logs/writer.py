@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from flywheel.logs.arrow_ops import pieces
-from flywheel.logs.warehouse import TASK_LOGS_ARROW
+from flywheel.warehouse.tables import TASK_LOGS_ARROW
 
 _STATS_COLS = ["id", "timestamp", "task_id", "domain", "model", "log_date", "source_file", "source_line",
                "ingested_at", "redactions"]

@@ -42,20 +42,7 @@ from flywheel.mining.taxonomy import (
     sql_last_line,
     sql_signature,
 )
-
-DIFFICULTY_HISTORY_DDL = """
-CREATE TABLE IF NOT EXISTS difficulty_history (
-    task_id    VARCHAR NOT NULL,
-    domain     VARCHAR,
-    model      VARCHAR NOT NULL,
-    log_date   DATE NOT NULL,
-    attempts   BIGINT,
-    passes     BIGINT,
-    updated_at TIMESTAMP
-)
-"""
-"""One row per (task_id, model, log_date). Mining replaces the rows of every (model, log_date) still
-in `task_logs` and keeps all others, so re-running never duplicates and pruned days survive."""
+from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL
 
 _MSG_SCHEMA = '[{"role":"VARCHAR","content":"VARCHAR","tool_calls":"JSON"}]'
 

@@ -36,12 +36,12 @@ import pyarrow as pa
 from flywheel import plugin_hooks
 from flywheel.logs.schema import KNOWN_DOMAINS
 from flywheel.mining.config import MiningConfig
-from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
 from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
 from flywheel.tasks.agent_tasks import render_trajectory
 from flywheel.tasks.base import Task
 from flywheel.tasks.responder import text_from_messages
 from flywheel.tasks.suites import DOMAINS, heldout_suite
+from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL, TASK_POOL_RUNS_DDL
 
 TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("task_id", "VARCHAR"), ("domain", "VARCHAR"), ("prompt", "VARCHAR"), ("reference", "VARCHAR"),
@@ -238,13 +238,6 @@ FROM ranked WHERE domain_rank <= {limit}
 ORDER BY rank
 """
 
-
-TASK_POOL_RUNS_DDL = """
-CREATE TABLE IF NOT EXISTS task_pool_runs (
-    built_at TIMESTAMP, model VARCHAR, config VARCHAR, report VARCHAR
-)
-"""
-"""One row per `build_task_pool` call: which model the pool is for, with what config (the checks read it)."""
 
 
 def _record_run(con: duckdb.DuckDBPyConnection, report: PoolReport, cfg: MiningConfig) -> None:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from flywheel.evaluation.report import bar_chart_png, log_to_mlflow, reads_as, to_markdown, write_report
 from flywheel.evaluation.runner import (
     REGRESSION_TOLERANCE,
@@ -32,6 +30,7 @@ from flywheel.evaluation.suites import EvalConfig
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
 from flywheel.rollout import EngineSpec
+from flywheel.warehouse import connect
 
 
 @dataclass
@@ -162,7 +161,7 @@ def training_prompts(warehouse: str | Path) -> list[str] | None:
 
     if not Path(warehouse).exists():
         return None
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = connect(warehouse, read_only=True)
     try:
         tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
         if "task_pool" not in tables:

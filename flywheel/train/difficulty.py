@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from flywheel.mining.failures import DIFFICULTY_HISTORY_DDL
+from flywheel.warehouse import connect
 
 TRAINING_SUFFIX = "/rlvr-train"
 
@@ -36,9 +36,8 @@ def record_difficulty(
     if not rows:
         return 0
     day = dt.date.fromisoformat(log_date) if isinstance(log_date, str) else log_date
-    con = duckdb.connect(str(warehouse))
+    con = connect(warehouse)  # difficulty_history exists on every writable connection
     try:
-        con.execute(DIFFICULTY_HISTORY_DDL)
         con.register("_train_counts", pa.table({
             "task_id": [r[0] for r in rows], "domain": [r[1] for r in rows],
             "attempts": pa.array([r[2] for r in rows], pa.int64()), "passes": pa.array([r[3] for r in rows], pa.int64()),

@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from flywheel.logs.warehouse import connect
 from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.rollout import generate_for_tasks
 from flywheel.rollout.types import SamplingParams
@@ -29,6 +28,7 @@ from flywheel.tasks.responder import text_from_messages
 from flywheel.train.rft_config import RftConfig
 from flywheel.train.rollouts import ScoreFn
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
+from flywheel.warehouse import connect
 
 Progress = Callable[[str, int, int], None]
 """`progress(phase, done, total)`: phase is "logs", "sample" or "verify"."""

@@ -29,6 +29,7 @@ from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.dev import dev_split
 from flywheel.train.difficulty import history_pass_rates, training_attempts
+from flywheel.warehouse import connect
 
 
 @dataclass
@@ -78,7 +79,7 @@ def mined_pool(warehouse: Path | None, domains: Sequence[str]) -> list[Task]:
     """The pool tasks with a valid verifier, in rank order ([] before the first pool)."""
     if warehouse is None or not Path(warehouse).exists():
         return []
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = connect(warehouse, read_only=True)
     try:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         if "task_pool" not in tables:
@@ -95,7 +96,7 @@ def mined_pool(warehouse: Path | None, domains: Sequence[str]) -> list[Task]:
 def _history(warehouse: Path | None, read: Callable[[duckdb.DuckDBPyConnection], dict]) -> dict:
     if warehouse is None or not Path(warehouse).exists():
         return {}
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = connect(warehouse, read_only=True)
     try:
         return read(con)
     finally:

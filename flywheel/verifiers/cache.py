@@ -18,21 +18,8 @@ from typing import Any
 import duckdb
 
 from flywheel.verifiers.verdict import Verdict
-
-DDL = """
-CREATE TABLE IF NOT EXISTS verdict_cache (
-    task_id          VARCHAR NOT NULL,
-    response_hash    VARCHAR NOT NULL,
-    verifier         VARCHAR NOT NULL,
-    verifier_version VARCHAR NOT NULL,
-    reward           DOUBLE,
-    passed           BOOLEAN,
-    reason           VARCHAR,
-    details          JSON,
-    created_at       TIMESTAMP DEFAULT current_timestamp,
-    PRIMARY KEY (task_id, response_hash, verifier, verifier_version)
-)
-"""
+from flywheel.warehouse import connect
+from flywheel.warehouse.tables import VERDICT_CACHE_DDL
 
 Key = tuple[str, str, str, str]
 """(task_id, response_hash, verifier, verifier_version)."""
@@ -47,10 +34,10 @@ class VerdictCache:
 
     def __init__(self, con: duckdb.DuckDBPyConnection | str | Path) -> None:
         self._own = not isinstance(con, duckdb.DuckDBPyConnection)
-        self.con = duckdb.connect(str(con)) if self._own else con
+        self.con = connect(con) if self._own else con
         self._lock = threading.Lock()
         with self._lock:
-            self.con.execute(DDL)
+            self.con.execute(VERDICT_CACHE_DDL)  # a connection handed in may predate the table
         self.hits = 0
         self.misses = 0
 

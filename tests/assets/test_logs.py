@@ -83,7 +83,8 @@ def test_unknown_domain_is_kept_and_flagged(flywheel_home):
 
 
 def test_null_task_id_from_another_writer_fails_the_check(flywheel_home):
-    from flywheel.logs.warehouse import TASK_LOGS_ARROW, connect, task_logs_dir
+    from flywheel.warehouse import connect
+    from flywheel.warehouse.tables import TASK_LOGS_ARROW, task_logs_dir
 
     write_day(flywheel_home.raw_logs, [line(1)])
     con = connect(flywheel_home.warehouse)
@@ -105,7 +106,7 @@ def test_uri_template_and_missing_day(flywheel_home, tmp_path):
     r1 = dg.materialize([raw_task_logs], partition_key="2026-12-02",
                         resources=resources(flywheel_home.home, f"file://{logs}/{{date}}"))
     assert r1.asset_materializations_for_node("raw_task_logs")[0].metadata["ingested"].value == 3
-    from flywheel.logs.warehouse import connect
+    from flywheel.warehouse import connect
 
     con = connect(flywheel_home.warehouse)
     assert con.execute("SELECT DISTINCT log_date::VARCHAR FROM task_logs").fetchall() == [("2026-12-02",)]

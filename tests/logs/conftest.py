@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flywheel.logs.warehouse import connect
+from flywheel.warehouse import connect
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from flywheel.logs.ingest import ingest
 from flywheel.logs.options import IngestOptions
-from flywheel.logs.warehouse import connect
+from flywheel.warehouse import connect
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

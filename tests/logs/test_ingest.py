@@ -12,7 +12,8 @@ import pytest
 from flywheel.logs.ingest import ingest
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.sources import SourceFile, list_sources
-from flywheel.logs.warehouse import connect, task_logs_dir
+from flywheel.warehouse import connect
+from flywheel.warehouse.tables import task_logs_dir
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,8 @@ def test_parquet_columns_named_like_internal_aliases_never_shadow_fields(remote,
     from flywheel.logs.load import Loader
     from flywheel.logs.options import IngestOptions, IngestReport
     from flywheel.logs.sources import SourceFile
-    from flywheel.logs.warehouse import connect, ensure_tables
+    from flywheel.warehouse import connect
+    from flywheel.warehouse.tables import ensure_tables
 
     rows = [rec(f"p{i}") for i in range(3)] + [rec("bad", task_id=None)]
     cols = {k: [json.dumps(r[k]) if k in ("messages", "outcome", "reference") else r.get(k) for r in rows]

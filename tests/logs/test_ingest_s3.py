@@ -32,7 +32,7 @@ def test_ingest_from_s3_quarantines_dedupes_and_is_idempotent(s3, rec, tmp_path,
     assert {k: out[k] for k in ("files", "lines_read", "ingested", "quarantined", "duplicates")} == {
         "files": 2, "lines_read": 6, "ingested": 3, "quarantined": 2, "duplicates": 1}
 
-    from flywheel.logs.warehouse import connect
+    from flywheel.warehouse import connect
 
     con = connect(w)
     try:

@@ -8,8 +8,8 @@ from flywheel.environments.base import task_from_dict
 from flywheel.environments.repo.generator import generate
 from flywheel.environments.repo.sessions import gold_text, session_record, to_messages
 from flywheel.logs.ingest import ingest
-from flywheel.logs.warehouse import connect
 from flywheel.tasks.toolcalls import calls_from_messages, parse_calls
+from flywheel.warehouse import connect
 
 
 def test_rollout_text_to_messages_keeps_every_call():

@@ -1,8 +1,9 @@
-"""The DuckDB warehouse: one file holding clean task logs, quarantine and ingest history.
+"""Every persistent table of the warehouse: its DDL, its migrations, and `ensure_tables` that applies them.
 
-It is part of `flywheel.logs` because every table defined here is a log table, written by ingest.
-Later stages (mining, the verdict cache) add their own tables to the same file; a module of theirs
-that needs these helpers imports them from here, so the dependency runs one way, towards `logs`.
+The warehouse is one DuckDB file; every stage gets its connection from `flywheel.warehouse.connect` and
+finds its tables here, so a table is declared once and a migration runs wherever the file is opened.
+Tables a stage rebuilds whole from a query (`failure_cases`, `task_pool`, ...) are written by that stage's
+query; `TABLES` lists them all with their writer (docs/architecture.md).
 
 Table layout is a contract read by mining, the UI and users' own SQL:
 
@@ -17,20 +18,39 @@ Table layout is a contract read by mining, the UI and users' own SQL:
 - `quarantine`: every line that could not be ingested, with where it came from and why.
 - `ingest_runs`: one row per ingest call with its counts.
 
+- `difficulty_history`: attempts and passes per (task, model, day), across runs and base models.
+- `verdict_cache`: verdicts keyed by (task, response hash, verifier, verifier version).
+- `task_pool_runs`: one row per pool build (model, config, report).
+
 Timestamps are `TIMESTAMPTZ`; `connect()` pins the session time zone to UTC so `::DATE` and
 printed times mean UTC everywhere.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flywheel.logs.schema import TASK_LOG_SCHEMA
+from flywheel.warehouse.session import database_path
+
+TASK_LOG_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False, metadata={"doc": "record id; content hash when missing"}),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("domain", pa.string(), nullable=False, metadata={"doc": "the environment domain that serves it"}),
+        pa.field("model", pa.string(), nullable=False, metadata={"doc": "name:version that served it"}),
+        pa.field("messages", pa.string(), nullable=False, metadata={"doc": "JSON: OpenAI chat messages"}),
+        pa.field("outcome", pa.string(), nullable=False, metadata={"doc": "JSON: what production observed"}),
+        pa.field("reference", pa.string(), nullable=True, metadata={"doc": "JSON: answer / tests / goal"}),
+        pa.field("extra", pa.string(), nullable=True, metadata={"doc": "JSON: unknown top-level fields, kept"}),
+    ]
+)
+"""The task log record (the single Arrow definition; `flywheel.logs.schema` re-exports it): columns of
+`raw_task_logs` and `task_logs`, before the warehouse's bookkeeping columns."""
 
 TASK_LOGS_ARROW = pa.schema(
     [
@@ -98,30 +118,66 @@ CREATE TABLE IF NOT EXISTS ingest_runs (
 )
 """
 
+DIFFICULTY_HISTORY_DDL = """
+CREATE TABLE IF NOT EXISTS difficulty_history (
+    task_id    VARCHAR NOT NULL,
+    domain     VARCHAR,
+    model      VARCHAR NOT NULL,
+    log_date   DATE NOT NULL,
+    attempts   BIGINT,
+    passes     BIGINT,
+    updated_at TIMESTAMP
+)
+"""
+"""One row per (task_id, model, log_date). Mining replaces the rows of every (model, log_date) still
+in `task_logs` and keeps all others, so re-running never duplicates and pruned days survive."""
 
-def configure(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Session settings every flywheel connection needs (UTC, bounded memory on bulk loads)."""
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET preserve_insertion_order = false")
-    return con
+VERDICT_CACHE_DDL = """
+CREATE TABLE IF NOT EXISTS verdict_cache (
+    task_id          VARCHAR NOT NULL,
+    response_hash    VARCHAR NOT NULL,
+    verifier         VARCHAR NOT NULL,
+    verifier_version VARCHAR NOT NULL,
+    reward           DOUBLE,
+    passed           BOOLEAN,
+    reason           VARCHAR,
+    details          JSON,
+    created_at       TIMESTAMP DEFAULT current_timestamp,
+    PRIMARY KEY (task_id, response_hash, verifier, verifier_version)
+)
+"""
+"""A verdict per (task, response hash, verifier, verifier version): re-scoring is a lookup."""
 
+TASK_POOL_RUNS_DDL = """
+CREATE TABLE IF NOT EXISTS task_pool_runs (
+    built_at TIMESTAMP, model VARCHAR, config VARCHAR, report VARCHAR
+)
+"""
+"""One row per `build_task_pool` call: which model the pool is for, with what config (the checks read it)."""
 
-def connect(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating if needed) the warehouse at `path`; the caller says where it lives
-    (`FlywheelPaths.warehouse`, a resource's database, a CLI flag)."""
-    if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    con = configure(duckdb.connect(str(path), read_only=read_only))
-    if not read_only:
-        ensure_tables(con)
-    return con
+PERSISTENT_DDL = (QUARANTINE_DDL, INGEST_RUNS_DDL, TASK_LOG_IDS_DDL, DIFFICULTY_HISTORY_DDL, VERDICT_CACHE_DDL,
+                  TASK_POOL_RUNS_DDL)
+"""Tables that accumulate across runs: created (and migrated) wherever the warehouse is opened for writing."""
 
-
-def database_path(con: duckdb.DuckDBPyConnection) -> Path | None:
-    """The file behind `con`'s main database, or None when it is in memory."""
-    rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
-    row = rows[0] if rows else None
-    return Path(row[0]).resolve() if row and row[0] else None
+TABLES: dict[str, str] = {
+    "task_logs": "ingest (view over day-partitioned Parquet)",
+    "task_log_ids": "ingest",
+    "quarantine": "ingest",
+    "ingest_runs": "ingest",
+    "difficulty_history": "mining (failure_cases)",
+    "failure_cases": "mining: rebuilt per run",
+    "task_stats": "mining: rebuilt per run",
+    "domain_stats": "mining: rebuilt per run",
+    "failure_summary": "mining: rebuilt per run",
+    "failure_signatures": "mining: rebuilt per run",
+    "task_pool": "mining (task_pool): rebuilt per run",
+    "task_pool_runs": "mining (task_pool)",
+    "decontaminated_tasks": "mining (task_pool): rebuilt per run",
+    "near_duplicates": "mining (task_pool): rebuilt per run",
+    "verifiers": "verifiers: rebuilt per run",
+    "verdict_cache": "verifiers, training, evaluation",
+}
+"""Every table and view of the warehouse and the stage that writes it."""
 
 
 def task_logs_dir(con: duckdb.DuckDBPyConnection) -> Path:
@@ -133,8 +189,8 @@ def task_logs_dir(con: duckdb.DuckDBPyConnection) -> Path:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the ingest tables and the `task_logs` view if missing. Idempotent."""
-    for ddl in (QUARANTINE_DDL, INGEST_RUNS_DDL, TASK_LOG_IDS_DDL):
+    """Create the persistent tables and the `task_logs` view if missing, and migrate older ones. Idempotent."""
+    for ddl in PERSISTENT_DDL:
         con.execute(ddl)
     cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                       "WHERE table_name = 'task_log_ids' AND table_schema = current_schema()").fetchall()]

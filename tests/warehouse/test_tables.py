@@ -6,7 +6,8 @@ import duckdb
 import pytest
 
 from flywheel.logs.ingest import ingest
-from flywheel.logs.warehouse import TASK_LOGS_ARROW, connect, ensure_tables, table_counts, task_logs_dir
+from flywheel.warehouse import connect
+from flywheel.warehouse.tables import TASK_LOGS_ARROW, ensure_tables, table_counts, task_logs_dir
 
 CONTRACT = ["id", "timestamp", "task_id", "domain", "model", "messages", "outcome", "reference", "extra",
             "log_date", "source_file", "source_line", "ingested_at", "redactions"]
@@ -68,3 +69,17 @@ def test_task_log_ids_hash_column_is_added_and_refilled(tmp_path):
     ensure_tables(con)
     assert con.execute("SELECT bool_and(h = hash(id)) FROM task_log_ids").fetchall() == [(True,)]
     con.close()
+
+
+def test_a_writable_connection_has_every_persistent_table(tmp_path):
+    """Tables are declared once (flywheel.warehouse.tables) and exist wherever the warehouse is opened."""
+    from flywheel.warehouse.tables import PERSISTENT_DDL, TABLES
+
+    con = connect(tmp_path / "w.duckdb")
+    names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    declared = {ddl.split("EXISTS")[1].split("(")[0].strip() for ddl in PERSISTENT_DDL}
+    assert declared == {"quarantine", "ingest_runs", "task_log_ids", "difficulty_history", "verdict_cache",
+                        "task_pool_runs"}
+    assert declared | {"task_logs"} <= names
+    assert declared <= set(TABLES)
+    assert con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0] == "UTC"
