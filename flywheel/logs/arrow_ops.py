@@ -7,6 +7,7 @@ they use the cores DuckDB leaves idle between its queries.
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import Executor
 
 import duckdb
@@ -95,87 +96,97 @@ def pieces(n: int, parts: int, min_rows: int = 8192) -> list[tuple[int, int]]:
     return [(int(a), int(b - a)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
-def prefilter_hits(cols: dict[str, pa.ChunkedArray | pa.Array], n: int, pool: Executor, workers: int) -> pa.Array:
-    """True where any text column may hold something to redact (the cheap RE2 necessary condition of
-    `redact.prefilter_regex`), computed over row slices of every column in `workers` threads of `pool`."""
+def prefilter_hits(cols: dict[str, pa.ChunkedArray | pa.Array], n: int, pool: Executor,
+                   workers: int) -> dict[str, np.ndarray]:
+    """Per text column, True where it may hold something to redact (the cheap RE2 necessary condition
+    of `redact.prefilter_regex`), computed over row slices of every column in `workers` threads of `pool`."""
     tasks = [(c, off, ln) for c in TEXT_COLS for off, ln in pieces(n, workers)]
     outs = list(pool.map(lambda t: pc.match_substring_regex(cols[t[0]].slice(t[1], t[2]), PREFILTER[t[0]]),
                             tasks))
-    by_col: dict[str, list] = {}
+    by_col: dict[str, list] = {c: [] for c in TEXT_COLS}
     for (c, _, _), m in zip(tasks, outs, strict=True):
-        by_col.setdefault(c, []).extend(m.chunks if isinstance(m, pa.ChunkedArray) else [m])
-    hit = None
-    for chunks in by_col.values():
-        col = pa.chunked_array(chunks, pa.bool_()).combine_chunks()
-        hit = col if hit is None else pc.or_kleene(hit, col)
-    return pc.fill_null(hit, False)
+        by_col[c].extend(m.chunks if isinstance(m, pa.ChunkedArray) else [m])
+    return {c: _mask(pa.chunked_array(ch, pa.bool_())) for c, ch in by_col.items()}
 
 
-def _redact_sql() -> str:
-    """Redaction of the few rows that passed the prefilter (table `_r`): texts replaced, counts per
-    kind, originals and a JSON validity flag (the shape `_finish_redaction` expects)."""
-    reds = ", ".join(f"{R.sql_redact(c)} AS {c}" for c in TEXT_COLS)
-    counts = ", ".join(
-        f"{' + '.join(R.sql_count(f'coalesce({c}, {chr(39)}{chr(39)})', k, c) for c in TEXT_COLS)} AS r_{k}"
-        for k in R.KINDS
-    )
-    origs = ", ".join(f"{c} AS o_{c}" for c in TEXT_COLS)
-    ok = " AND ".join(f"coalesce(json_valid({c}) AND NOT {R.sql_route(f'o_{c}', c)}, true)" for c in TEXT_COLS)
-    return (f"SELECT i, true AS hit, {ok} AS red_ok, * EXCLUDE (i, hit) FROM "
-            f"(SELECT i, true AS hit, {reds}, {counts}, {origs} FROM _r) x")
+def _mask(m: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean Arrow result as a numpy mask, null = False."""
+    m = pc.fill_null(m, False)
+    return (m.combine_chunks() if isinstance(m, pa.ChunkedArray) else m).to_numpy(zero_copy_only=False)
 
 
-def redact_rows(con: duckdb.DuckDBPyConnection, new: pa.Table, hit: pa.Array) -> tuple[pa.Table, dict[str, int]]:
-    """Redact the rows flagged by the prefilter (in DuckDB; JSON-unsafe ones in Python) and
-    splice the results back in place; the rest of the batch is not copied row by row.
-    Returns the batch (its `redactions` column filled) and the redactions made, per kind."""
-    hit = hit.combine_chunks() if isinstance(hit, pa.ChunkedArray) else hit
-    pos = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
-    rows = pa.table({"i": pos, **{c: _take(new[c], pos) for c in TEXT_COLS}})
-    done, counts = _finish_redaction(query(con, _redact_sql(), _r=rows))
-    done = done.sort_by("i")
+def redact_cells(vals: pa.Array, column: str) -> tuple[pa.Array, dict[str, np.ndarray], np.ndarray]:
+    """The fast path over the JSON text cells of `column` that the prefilter flagged: each regex-only
+    pattern, in order, replaced (RE2) in the cells where its own prefilter matches -- so the work follows
+    the candidates found, not kinds x cells. Returns the texts, the findings per kind per cell (counted
+    as they are replaced, so a JWT inside a bearer header counts once), and the cells whose redaction
+    must be redone in Python (`redact.ROUTE_TO_PYTHON`; a changed cell holding `\\`; `@` beside a
+    `\\uXXXX` escape; a result that is not JSON)."""
+    vals = vals.cast(pa.string())
+    out, n = vals, len(vals)
+    counts: dict[str, np.ndarray] = {}
+    for p in R.patterns_for(column):
+        if p.check:
+            continue
+        idx = np.flatnonzero(_mask(pc.match_substring_regex(vals, p.prefilter or p.regex)))
+        if not len(idx):
+            continue
+        cnt = pc.count_substring_regex(out.take(pa.array(idx)), p.regex).to_numpy(zero_copy_only=False)
+        idx, cnt = idx[cnt > 0], cnt[cnt > 0]
+        if not len(idx):
+            continue
+        counts.setdefault(p.kind, np.zeros(n, np.int64))[idx] += cnt
+        where = np.zeros(n, bool)
+        where[idx] = True
+        out = pc.replace_with_mask(out, pa.array(where),
+                                   pc.replace_substring_regex(out.take(pa.array(idx)), p.regex, p.replacement))
+    changed = _mask(pc.not_equal(out, vals))
+    route = _mask(pc.match_substring_regex(vals, R.ROUTE_TO_PYTHON))
+    route |= _mask(pc.match_substring_regex(vals, R.ANY_ESCAPE)) & _mask(pc.match_substring_regex(vals, "@"))
+    route |= changed & _mask(pc.match_substring_regex(vals, r"\\\\"))  # JSON nested in a string
+    for i in np.flatnonzero(changed & ~route).tolist():  # a replacement never should break JSON; if it did
+        try:
+            json.loads(out[i].as_py())
+        except ValueError:
+            route[i] = True
+    return out, counts, route
+
+
+def redact_rows(new: pa.Table, hits: dict[str, np.ndarray]) -> tuple[pa.Table, dict[str, int]]:
+    """Redact the cells the prefilter flagged, column by column (`redact_cells`; the ones it routes,
+    in Python), and splice the changed values back in place; the rest of the batch is not copied row
+    by row. Returns the batch (its `redactions` column counting them too) and the redactions per kind."""
     red = new["redactions"].to_numpy().astype(np.int32)  # a copy: it may already count key redactions
-    red[pos] += done["redactions"].to_numpy()
-    cols = {c: new[c] for c in new.column_names}
-    for c in TEXT_COLS:  # splice only the values redaction changed (most hits touch one column)
-        changed = pc.fill_null(pc.not_equal(rows[c], done[c].combine_chunks().cast(pa.string())), False)
-        ch = np.flatnonzero(changed.to_numpy(zero_copy_only=False))
-        if len(ch):
-            cols[c] = _splice(new[c], pos[ch], done[c].combine_chunks().take(pa.array(ch)))
-    cols["redactions"] = pa.array(red)
-    return pa.table(cols), counts
-
-
-def _finish_redaction(new: pa.Table) -> tuple[pa.Table, dict[str, int]]:
-    """Count what SQL redacted; redo in Python the rare rows where a replacement on JSON text cut
-    through an escape (e.g. the `n` of `\\n` taken as part of an e-mail) and broke the JSON, and the
-    rows `redact.sql_route` sends there (escapes that may hide a finding, checked kinds)."""
-    rows = pc.any(new["hit"]).as_py()
-    bad = pc.invert(new["red_ok"])
-    broken = np.flatnonzero(bad.to_numpy(zero_copy_only=False)).tolist() if pc.any(bad).as_py() else []
-    if broken:
-        cols = {c: new[c].to_pylist() for c in TEXT_COLS}
-        counts = {k: new[f"r_{k}"].to_pylist() for k in R.KINDS}
-        for i in broken:
-            for k in R.KINDS:
-                counts[k][i] = 0
-            for c in TEXT_COLS:
-                orig = new[f"o_{c}"][i].as_py()
-                red, cnt = R.redact_json_text(orig, c)
-                cols[c][i] = red if cnt else orig  # nothing found: the text stays as it was written
-                for k, v in cnt.items():
-                    counts[k][i] += v
-        for name, vals in [*cols.items(), *((f"r_{k}", v) for k, v in counts.items())]:
-            new = new.set_column(new.schema.get_field_index(name), name, pa.array(vals, new.schema.field(name).type))
-    total = None
     by_kind: dict[str, int] = {}
-    for k in R.KINDS:
-        col = pc.cast(new[f"r_{k}"], pa.int64())
-        n = int(pc.sum(col).as_py() or 0) if rows else 0
-        if n:
-            by_kind[k] = n
-        total = col if total is None else pc.add(total, col)
-    return new.append_column("redactions", pc.cast(total, pa.int32())), by_kind
+    cols = {c: new[c] for c in new.column_names}
+    for c in TEXT_COLS:
+        pos = np.flatnonzero(hits[c])
+        if not len(pos):
+            continue
+        orig = _take(new[c], pos)
+        done, counts, route = redact_cells(orig, c)
+        redo = np.flatnonzero(route).tolist()
+        if redo:
+            texts = done.to_pylist()
+            for k in counts:
+                counts[k][redo] = 0
+            for i in redo:
+                text, cnt = R.redact_json_text(orig[i].as_py(), c)
+                texts[i] = text if cnt else orig[i].as_py()  # nothing found: the text stays as it was written
+                for k, v in cnt.items():
+                    if k not in counts:
+                        counts[k] = np.zeros(len(pos), np.int64)
+                    counts[k][i] += v
+            done = pa.array(texts, pa.string())
+        for k, v in counts.items():
+            if v.sum():
+                by_kind[k] = by_kind.get(k, 0) + int(v.sum())
+                red[pos] += v.astype(np.int32)
+        ch = np.flatnonzero(_mask(pc.not_equal(orig, done)))
+        if len(ch):
+            cols[c] = _splice(new[c], pos[ch], done.take(pa.array(ch)))
+    cols["redactions"] = pa.array(red)
+    return pa.table(cols), by_kind
 
 
 def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Table, dict[int, dict[str, int]]]:

@@ -56,6 +56,8 @@ class IngestReport:
     redactions: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
     redactions_by_kind: dict[str, int] = field(default_factory=dict)
+    prefilter_hits: int = 0  # kept rows the redaction prefilter flagged (each then redacted, cell by cell)
+    redact_seconds: float = 0.0  # wall time in redaction (keys, prefilter, redacting the flagged cells)
     files: int = 0
     seconds: float = 0.0
     run_id: str = ""

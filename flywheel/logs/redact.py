@@ -3,8 +3,9 @@
 Each finding is replaced by a placeholder such as `[REDACTED:EMAIL]` and counted. The patterns
 (`redact_patterns.PATTERNS`) run in two places:
 
-- vectorized, as DuckDB `regexp_replace` over the JSON text columns during ingest (the fast path,
-  see `sql_redact` / `sql_count`), on the rows that Arrow's RE2 prefilter (`prefilter_regex`) flags;
+- vectorized, as Arrow RE2 replacements over the JSON text cells that the prefilter
+  (`prefilter_regex`) flags during ingest, each pattern only where its own prefilter matches (the
+  fast path, `arrow_ops.redact_cells`);
 - in Python over decoded JSON string values (`redact_json_text`), for the rows the fast path cannot
   do right: a replacement that cut through an escape such as `\\n` (invalid JSON after it), text
   holding escapes that may hide a finding (`\\u0040`, `\\/`, the `\\\\` of JSON nested in a string,
@@ -28,10 +29,10 @@ import json
 import re
 from typing import Any
 
-from flywheel.logs.redact_patterns import ESCAPED_ASCII, PATTERNS, RedactionPattern
+from flywheel.logs.redact_patterns import ESCAPED_ANCHOR, ESCAPED_ASCII, PATTERNS, RedactionPattern
 
 __all__ = ["KINDS", "PATTERNS", "RedactionPattern", "prefilter_regex", "redact_json_text", "redact_key",
-           "redact_raw", "redact_text", "redact_value", "sql_any", "sql_count", "sql_redact"]
+           "redact_raw", "redact_text", "redact_value"]
 
 KINDS: tuple[str, ...] = tuple(p.kind for p in PATTERNS)
 KEY_COLUMNS = ("id", "task_id", "domain", "model")
@@ -39,28 +40,17 @@ KEY_COLUMNS = ("id", "task_id", "domain", "model")
 
 ROUTE_TO_PYTHON = "|".join([ESCAPED_ASCII, r"\\/", *(p.regex for p in PATTERNS if p.check)])
 """RE2, over a row's original JSON text: the row goes to the Python path (escapes that may hide a
-finding or split a token; candidates of the checked kinds). See `sql_route` for the other cases."""
+finding or split a token; candidates of the checked kinds). See `arrow_ops.redact_cells` for the other cases."""
 
 
-def sql_route(orig: str, red: str) -> str:
-    """SQL: true when a column's redaction must be redone in Python -- `ROUTE_TO_PYTHON` matches its
-    original text `orig`; or the fast path changed it (`red`) and it holds `\\\\` (JSON nested in a
-    string, whose own escapes a replacement could cut); or it holds an `@` and `\\uXXXX` escapes
-    (an internationalised address written escaped). LaTeX and other backslashes in rows where nothing
-    was found stay on the fast path."""
-    return (f"(regexp_matches({orig}, {_lit(ROUTE_TO_PYTHON)}) OR ({red} <> {orig} AND contains({orig}, '\\\\')) "
-            f"OR (contains({orig}, '@') AND regexp_matches({orig}, {_lit(_ANY_ESCAPE)})))")
-
-
-_ANY_ESCAPE = r"\\u[0-9A-Fa-f]{4}"
+ANY_ESCAPE = r"\\u[0-9A-Fa-f]{4}"
+"""With an `@` in the same text: an internationalised address may be written escaped (Python path)."""
 
 _ESCAPE = re.compile(r"\\+u([0-9a-fA-F]{4})|\\+/")
-_COMPILED = [(p, re.compile(p.regex)) for p in PATTERNS]
-
-
-def _lit(s: str) -> str:
-    """A SQL string literal (DuckDB: backslashes are not escapes, quotes double)."""
-    return "'" + s.replace("'", "''") + "'"
+_COMPILED = [(p, re.compile(p.regex), re.compile(p.prefilter or p.regex), re.sub(r"\\(\d)", r"\\g<\1>", p.replacement))
+             for p in PATTERNS]
+"""Per pattern: the regex, its prefilter (skips the regex where it cannot match) and the replacement
+as a Python template."""
 
 
 def patterns_for(col: str) -> tuple[RedactionPattern, ...]:
@@ -71,31 +61,7 @@ def patterns_for(col: str) -> tuple[RedactionPattern, ...]:
 def prefilter_regex(column: str) -> str:
     """RE2 necessary condition for anything in `column` to redact (literal anchors, phone digits in
     free text, escaped ASCII); usable with `pyarrow.compute.match_substring_regex`."""
-    return "|".join([*(p.prefilter or p.regex for p in patterns_for(column)), ESCAPED_ASCII])
-
-
-def sql_any(col: str, column: str | None = None) -> str:
-    """SQL: true when `col` may hold something to redact (`prefilter_regex`), in one RE2 pass."""
-    return f"regexp_matches({col}, {_lit(prefilter_regex(column or col))})"
-
-
-def sql_redact(col: str, column: str | None = None) -> str:
-    """SQL: `col` with every regex-only pattern that applies to `column` (default: `col`) replaced.
-    Checked kinds are left to the Python path (`ROUTE_TO_PYTHON`)."""
-    expr = col
-    for p in patterns_for(column or col):
-        if not p.check:
-            expr = f"regexp_replace({expr}, {_lit(p.regex)}, {_lit(p.replacement)}, 'g')"
-    return expr
-
-
-def sql_count(col: str, kind: str, column: str | None = None) -> str:
-    """SQL: how many findings of `kind` are in `col` (counted on the text before replacement);
-    `column` names the warehouse column `col` reads, which decides the patterns that apply."""
-    ps = [p for p in patterns_for(column or col) if p.kind == kind and not p.check]
-    if not ps:
-        return "0"
-    return f"coalesce(len(regexp_extract_all({col}, {_lit(ps[0].regex)})), 0)"
+    return "|".join([*(p.prefilter or p.regex for p in patterns_for(column)), ESCAPED_ANCHOR])
 
 
 _PRE = {c: re.compile(prefilter_regex(c) + r"|\\") for c in ("messages", "outcome", "id", "raw")}
@@ -106,9 +72,9 @@ def _pre(column: str) -> re.Pattern[str]:
                 "id" if column in KEY_COLUMNS else "outcome"]
 
 
-def _sub(p: RedactionPattern, rx: re.Pattern[str], text: str) -> tuple[str, int]:
+def _sub(p: RedactionPattern, rx: re.Pattern[str], repl: str, text: str) -> tuple[str, int]:
     if not p.check:
-        return rx.subn(re.sub(r"\\(\d)", r"\\g<\1>", p.replacement), text)
+        return rx.subn(repl, text)
     n = 0
 
     def one(m: re.Match[str]) -> str:
@@ -124,10 +90,10 @@ def _sub(p: RedactionPattern, rx: re.Pattern[str], text: str) -> tuple[str, int]
 
 def _apply(text: str, column: str) -> tuple[str, dict[str, int]]:
     counts: dict[str, int] = {}
-    for p, rx in _COMPILED:
-        if p.columns is not None and column not in p.columns:
+    for p, rx, pre, repl in _COMPILED:
+        if p.columns is not None and column not in p.columns or not pre.search(text):
             continue
-        text, n = _sub(p, rx, text)
+        text, n = _sub(p, rx, repl, text)
         if n:
             counts[p.kind] = counts.get(p.kind, 0) + n
     return text, counts

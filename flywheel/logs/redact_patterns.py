@@ -77,6 +77,15 @@ _CARD = (
     r"|((?i:card|visa|mastercard|amex|credit|debit|cc)\b[^0-9\"\\]{0,30}?)([0-9]{13,19})\b"
 )
 
+# Prefilters: cheap RE2 necessary conditions, selective on real logs (decimals, dates, decorators and ids
+# are not hits). Each must match wherever its regex does (tests/logs/test_redact_kinds.py checks every shape).
+_AKIA = "(?:AKIA|ASIA)[0-9A-Z]{16}"
+_EMAIL_PRE = rf"[A-Za-z0-9._%+{_U}\\-]@[A-Za-z0-9{_U}\\-]"  # `\\`: an escaped non-ASCII letter beside the `@`
+_PHONE_PRE = (  # one necessary substring per alternative of _PHONE, in its order
+    r"\+[0-9][0-9 .()-]{5}|[0-9]{3}[ .-][0-9]{3}|0[0-9](?:[ .-][0-9]{2}){3}"
+    r"|0[0-9]{1,5}[ .-][0-9]{5}|\(0[0-9]{1,4}\) ?[0-9]{5}|[0-9]\) ?[0-9]{2,3}-[0-9]{2}-[0-9]{2}"
+)
+
 PATTERNS: tuple[RedactionPattern, ...] = (
     # PEM private keys first: their body would otherwise be read as other kinds. An unterminated
     # block (a truncated log) is redacted to the end of its base64 body.
@@ -86,35 +95,39 @@ PATTERNS: tuple[RedactionPattern, ...] = (
         r"|(?:: |\\[nrt]|[\r\n\t=+/A-Za-z0-9:,-])*)",
         "[REDACTED:PRIVATE_KEY]", "PRIVATE KEY-----"),
     # JWTs before bearer tokens: a bearer token is often a JWT, and each secret should be counted once.
-    RedactionPattern("JWT", r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}", "[REDACTED:JWT]", "eyJ"),
+    RedactionPattern("JWT", r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}", "[REDACTED:JWT]", r"eyJ[A-Za-z0-9_-]{5}"),
     RedactionPattern("BEARER", r"([Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*", r"\1[REDACTED:BEARER]", "earer"),
     # AWS secret access keys have no prefix of their own: only beside their name or a key id.
     RedactionPattern(
         "AWS_SECRET",
         r"((?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)(?:\\?[\"'])?\s*[:=]>?\s*(?:\\?[\"'])?"
         rf"|(?:AKIA|ASIA)[0-9A-Z]{{16}}(?:\\[nrt\"]|[\s\"',:;=|])+)[{_B64}]{{40}}([^{_B64}]|$)",
-        r"\1[REDACTED:AWS_SECRET]\2", "(?i:secret_?access_?key|aws_?secret)|AKIA|ASIA"),
-    RedactionPattern("API_KEY", _SEP + r"sk-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:API_KEY]", "sk-"),
+        r"\1[REDACTED:AWS_SECRET]\2", "(?i:secret_?access_?key|aws_?secret)|" + _AKIA),
+    RedactionPattern("API_KEY", _SEP + r"sk-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:API_KEY]", r"sk-[A-Za-z0-9_-]{20}"),
     RedactionPattern("STRIPE_KEY", _SEP_ + r"[spr]k_(?:live|test)_[A-Za-z0-9]{10,}", r"\1[REDACTED:STRIPE_KEY]",
-                     "k_live_|k_test_"),
-    RedactionPattern("AWS_KEY", _SEP + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b", r"\1[REDACTED:AWS_KEY]", "AKIA|ASIA"),
+                     r"k_(?:live|test)_[A-Za-z0-9]{10}"),
+    RedactionPattern("AWS_KEY", _SEP + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b", r"\1[REDACTED:AWS_KEY]", _AKIA),
     RedactionPattern("GITHUB_TOKEN", _SEP_ + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-                     r"\1[REDACTED:GITHUB_TOKEN]", "gh[pousr]_|github_pat_"),
-    RedactionPattern("GITLAB_TOKEN", _SEP_ + r"glpat-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:GITLAB_TOKEN]", "glpat-"),
-    RedactionPattern("SLACK_TOKEN", _SEP_ + r"xox[abprs]-[A-Za-z0-9-]{10,}", r"\1[REDACTED:SLACK_TOKEN]", "xox"),
-    RedactionPattern("HF_TOKEN", _SEP_ + r"hf_[A-Za-z0-9]{30,}", r"\1[REDACTED:HF_TOKEN]", "hf_"),
-    RedactionPattern("GOOGLE_API_KEY", _SEP_ + r"AIza[0-9A-Za-z_-]{35}", r"\1[REDACTED:GOOGLE_API_KEY]", "AIza"),
+                     r"\1[REDACTED:GITHUB_TOKEN]", r"gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22}"),
+    RedactionPattern("GITLAB_TOKEN", _SEP_ + r"glpat-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:GITLAB_TOKEN]", r"glpat-[A-Za-z0-9_-]{20}"),
+    RedactionPattern("SLACK_TOKEN", _SEP_ + r"xox[abprs]-[A-Za-z0-9-]{10,}", r"\1[REDACTED:SLACK_TOKEN]", r"xox[abprs]-[A-Za-z0-9-]{10}"),
+    RedactionPattern("HF_TOKEN", _SEP_ + r"hf_[A-Za-z0-9]{30,}", r"\1[REDACTED:HF_TOKEN]", r"hf_[A-Za-z0-9]{30}"),
+    RedactionPattern("GOOGLE_API_KEY", _SEP_ + r"AIza[0-9A-Za-z_-]{35}", r"\1[REDACTED:GOOGLE_API_KEY]", r"AIza[0-9A-Za-z_-]{35}"),
     RedactionPattern(
         "EMAIL",
         rf"[A-Za-z0-9._%+{_U}-]+@[A-Za-z0-9{_U}-]+(?:\.[A-Za-z0-9{_U}-]+)*\.(?:xn--[A-Za-z0-9-]+|[A-Za-z]{{2,}}|[{_U}]{{2,}})",
-        "[REDACTED:EMAIL]", "@"),
+        "[REDACTED:EMAIL]", _EMAIL_PRE),
     RedactionPattern("CREDIT_CARD", _CARD, "[REDACTED:CREDIT_CARD]",
                      r"[0-9]{4}[ -][0-9]{4,6}[ -][0-9]{4}|[0-9]{13}", check=card_number),
-    RedactionPattern("PHONE", _PHONE, r"\1[REDACTED:PHONE]", r"[0-9](?:[ .-]|\) ?)[0-9]|\+[0-9]{7}",
+    RedactionPattern("PHONE", _PHONE, r"\1[REDACTED:PHONE]", _PHONE_PRE,
                      columns=FREE_TEXT),
 )
-"""Applied in this order. Add a pattern here and the prefilter, the SQL and the Python path pick it up."""
+"""Applied in this order. Add a pattern here and the prefilter, the fast path and the Python path pick it up."""
 
 ESCAPED_ASCII = r"\\u00[2-7][0-9A-Fa-f]"
 """A JSON `\\uXXXX` escape of a printable ASCII character: it can hide an anchor (`\\u0040` is `@`), so
 the prefilter flags it and the Python path decodes it."""
+
+ESCAPED_ANCHOR = r"\\u00(?:2[0-58-9A-Fa-f]|3[0-9ABDFabdf]|[4-7][0-9A-Fa-f])"
+"""The escapes of `ESCAPED_ASCII` the prefilter looks for: all but `&`, `'`, `<` and `>`, which no
+finding is made of and which HTML-safe JSON encoders escape in every row of code."""
