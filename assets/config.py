@@ -53,6 +53,21 @@ class LibConfig(dg.Config):
         return cls(**{**values, **overrides})
 
 
+def _field(spec: FieldSpec, default: Any, description: str) -> Any:
+    """A pydantic field with the dataclass field's default, help and, for a scalar number, its range (pydantic
+    refuses a value out of it when Dagster builds the config; the launchpad shows the range in the help)."""
+    rng = spec.range
+    if rng is None:
+        return Field(default=default, description=description)
+    bounds: dict[str, float] = {}
+    if spec.kind in (int, float):
+        if rng.low is not None:
+            bounds["gt" if rng.strict_low else "ge"] = rng.low
+        if rng.high is not None:
+            bounds["le"] = rng.high
+    return Field(default=default, description=f"{description} ({rng.describe()})", **bounds)
+
+
 def _annotation(spec: FieldSpec) -> Any:
     if spec.kind is dict:
         return dict[str, spec.item]  # type: ignore[name-defined]
@@ -77,16 +92,17 @@ def config_class(lib: type, name: str, doc: str, *, exclude: Iterable[str] = (),
     for spec in specs:
         if spec.name in spread:
             for key, value in spec.default.items():
-                fields[spread[spec.name] + key] = (spec.item, Field(default=value, description=f"{spec.help}: {key}"))
+                item_spec = FieldSpec(key, spec.item or float, value, spec.help, range=spec.range)
+                fields[spread[spec.name] + key] = (spec.item, _field(item_spec, value, f"{spec.help}: {key}"))
         else:
             default = list(spec.default) if spec.kind is tuple else spec.default
-            fields[spec.name] = (_annotation(spec), Field(default=default, description=spec.help))
+            fields[spec.name] = (_annotation(spec), _field(spec, default, spec.help))
     nested_specs: dict[str, tuple[type, tuple[FieldSpec, ...]]] = {}
     for prefix, (sub, sub_exclude) in (nested or {}).items():
         nested_specs[prefix] = (sub, tuple(field_specs(sub, sub_exclude)))
         for spec in nested_specs[prefix][1]:
             default = list(spec.default) if spec.kind is tuple else spec.default
-            fields[prefix + spec.name] = (_annotation(spec), Field(default=default, description=spec.help))
+            fields[prefix + spec.name] = (_annotation(spec), _field(spec, default, spec.help))
     cls = create_model(name, __base__=LibConfig, __doc__=doc, __module__=module or __name__, **fields)
     cls.lib_class, cls.lib_specs, cls.spread_fields, cls.nested_specs = lib, specs, spread, nested_specs
     return cls

@@ -64,13 +64,8 @@ def format_summary(s: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     # Dagster loads here, not when the CLI builds its parsers: `flywheel --help` stays fast
     from flywheel.registry.history import history_markdown, load_history
-    from flywheel_dagster.assets.turn import (
-        TurnConfig,
-        TurnConfigError,
-        TurnDayError,
-        parse_override,
-        run_turns,
-    )
+    from flywheel_dagster.assets.overrides import TurnConfigError, parse_override
+    from flywheel_dagster.assets.turn import TurnConfig, TurnDayError, run_turns
 
 
     overrides: dict[str, dict] = {}

@@ -1,4 +1,4 @@
-"""Config declared once: a frozen dataclass whose fields carry `help` (and `choices`) metadata.
+"""Config declared once: a frozen dataclass whose fields carry `help` (and `choices`, and a range) metadata.
 
 The library dataclass is the single source of every default and help text (TRL's
 `HfArgumentParser` idea, without the dependency). From it this module generates the
@@ -7,40 +7,105 @@ command-line flags (`add_flags` / `from_args`); `assets/config.py` generates the
 
     @dataclass(frozen=True)
     class MyConfig:
-        lr: float = option(2e-4, "AdamW learning rate.")
+        lr: float = option(2e-4, "AdamW learning rate.", gt=0)
+        steps: int = option(100, "optimizer steps", ge=0)
         schedule: str = option("cosine", "LR schedule: constant | cosine.", choices=("constant", "cosine"))
 
         def __post_init__(self) -> None:
-            check_choices(self)
+            check_choices(self)  # choices, ranges, and no NaN/infinity in any number
+
+A range is declared once, on the field: the CLI's flags read through `bounded` (exit 2 naming the flag),
+the Dagster config's fields carry it as pydantic constraints, and the dataclass refuses it at construction
+(so `flywheel turn --set` is checked before anything runs).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 
-def option(default: Any, help: str, *, choices: Iterable[Any] | None = None) -> Any:  # noqa: A002 - TRL's name
-    """A dataclass field with its help text (and the values it may take, checked by `check_choices`)."""
+def option(default: Any, help: str, *, choices: Iterable[Any] | None = None,  # noqa: A002 - TRL's name
+           ge: float | None = None, gt: float | None = None, le: float | None = None) -> Any:
+    """A dataclass field with its help text, the values it may take (`choices`) and its range (`ge`/`gt` its
+    low end, inclusive or strict; `le` its high end; for a dict field, every value's), all checked by
+    `check_choices` and carried into the CLI flags and the Dagster config."""
     meta: dict[str, Any] = {"help": help}
     if choices is not None:
         meta["choices"] = tuple(choices)
+    if ge is not None and gt is not None:
+        raise TypeError("give a field's low end as ge= or gt=, not both")
+    if ge is not None or gt is not None or le is not None:
+        meta["range"] = Range(low=gt if gt is not None else ge, high=le, strict_low=gt is not None)
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
+@dataclass(frozen=True)
+class Range:
+    """The values a number may take: `low` (strictly above it when `strict_low`) up to `high` inclusive."""
+
+    low: float | None = None
+    high: float | None = None
+    strict_low: bool = False
+
+    def describe(self) -> str:
+        low = f"{'>' if self.strict_low else '>='} {self.low}" if self.low is not None else ""
+        high = f"<= {self.high}" if self.high is not None else ""
+        return " and ".join(filter(None, [low, high]))
+
+    def problem(self, value: Any, what: str | None = None, shown: Any = None) -> str | None:
+        """Why `value` is outside the range (or not a finite number), or None when it fits. `what` names the
+        kind of value expected ("an integer"); `shown` is how to show the value given (the text typed)."""
+        shown = value if shown is None else shown
+        what = what or ("an integer" if isinstance(value, int) and not isinstance(value, bool) else "a number")
+        expected = " ".join(filter(None, [what, self.describe()]))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"expected {expected}, got {shown!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"expected a finite number, got {shown!r}"
+        low_bad = self.low is not None and (value <= self.low if self.strict_low else value < self.low)
+        if low_bad or (self.high is not None and value > self.high):
+            return f"expected {expected}, got {shown!r}"
+        return None
+
+
+def _values(value: Any) -> list[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        return [(f"[{k!r}]", v) for k, v in value.items()]
+    if isinstance(value, (tuple, list)):
+        return [(f"[{i}]", v) for i, v in enumerate(value)]
+    return [("", value)]
+
+
 def check_choices(obj: Any) -> None:
-    """Raise ValueError, naming the valid values, for any field outside its declared `choices`."""
+    """Raise ValueError, naming the field and what is valid, for any field outside its declared `choices` or
+    range, and for any NaN or infinite number (a dict's or tuple's values included)."""
     for f in dataclasses.fields(obj):
         allowed = f.metadata.get("choices")
         value = getattr(obj, f.name)
         if allowed is not None and value not in allowed:
             raise ValueError(f"unknown {f.name} {value!r}; valid: {', '.join(map(str, allowed))}")
+        rng: Range | None = f.metadata.get("range")
+        for where, v in _values(value):
+            if rng is not None:
+                why = rng.problem(v)
+            elif isinstance(v, float) and not math.isfinite(v):
+                why = f"expected a finite number, got {v!r}"
+            else:
+                why = None
+            if why:
+                raise ValueError(f"{f.name}{where}: {why}")
+
+
+validate_fields = check_choices
+"""The same check under the name that says all it does (choices, ranges, finiteness)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +122,7 @@ class FieldSpec:
     help: str
     choices: tuple[Any, ...] | None = None
     item: type | None = None
+    range: Range | None = None
 
     @property
     def flag(self) -> str:
@@ -87,11 +153,34 @@ def field_specs(cls: type, exclude: Iterable[str] = ()) -> list[FieldSpec]:
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
         if kind is dict:
             default = dict(default)
-        out.append(FieldSpec(f.name, kind, default, f.metadata.get("help", ""), f.metadata.get("choices"), item))
+        out.append(FieldSpec(f.name, kind, default, f.metadata.get("help", ""), f.metadata.get("choices"), item,
+                             f.metadata.get("range")))
     return out
 
 
-def _mapping_parser(item: type) -> Any:
+def bounded(kind: type, rng: Range | None = None) -> Any:
+    """An argparse type reading `kind` (int or float), finite and within `rng`: a bad value is a usage error
+    (exit 2) naming the flag, before any work starts."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            x = kind(text)
+        except ValueError:
+            rest = f" {rng.describe()}" if rng and rng.describe() else ""
+            raise argparse.ArgumentTypeError(f"expected {what}{rest}, got {text!r}") from None
+        why = (rng or Range()).problem(x, what, text)
+        if why:
+            raise argparse.ArgumentTypeError(why)
+        return x
+
+    parse.__name__ = kind.__name__  # argparse names the type in its own messages
+    return parse
+
+
+def mapping_parser(item: type, rng: Range | None = None) -> Any:
+    """An argparse type reading `KEY=VALUE,KEY=VALUE` into a dict of `item`, every number finite and in `rng`."""
+
     def parse(text: str) -> dict[str, Any]:
         out = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
@@ -99,9 +188,13 @@ def _mapping_parser(item: type) -> Any:
             if not sep or not key.strip():
                 raise argparse.ArgumentTypeError(f"{part!r} is not KEY=VALUE")
             try:
-                out[key.strip()] = item(value)
+                x = item(value)
             except ValueError as e:
                 raise argparse.ArgumentTypeError(f"{part!r}: {e}") from e
+            why = (rng or Range()).problem(x, "a number") if item in (int, float) else None
+            if why:
+                raise argparse.ArgumentTypeError(f"{key.strip()}={x}: {why}")
+            out[key.strip()] = x
         return out
 
     parse.__name__ = f"KEY={item.__name__}"  # argparse names the type in its error message
@@ -133,15 +226,20 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: Iterable[s
         if spec.kind is bool:
             kw["action"] = argparse.BooleanOptionalAction
         elif spec.kind is dict:
-            kw.update(type=_mapping_parser(spec.item or str), metavar="KEY=VALUE,...")
+            kw.update(type=mapping_parser(spec.item or str, spec.range), metavar="KEY=VALUE,...")
         elif spec.kind is tuple:
-            kw.update(type=spec.item, nargs=len(spec.default), metavar=(spec.item or str).__name__.upper())
+            item = spec.item or str
+            kw.update(type=bounded(item, spec.range) if item in (int, float) else item, nargs=len(spec.default),
+                      metavar=item.__name__.upper())
+        elif spec.kind in (int, float):
+            kw["type"] = bounded(spec.kind, spec.range)
         else:
             kw["type"] = spec.kind
             if spec.choices is not None:
                 kw["choices"] = spec.choices
         action = parser.add_argument("--" + (prefix + spec.name).replace("_", "-"), **kw)
         action.shown_default = _fmt_default(replace(spec, default=default))  # type: ignore[attr-defined]
+        action.field_spec = spec  # type: ignore[attr-defined]  # what the flag was made from
     return specs
 
 

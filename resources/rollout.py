@@ -22,13 +22,13 @@ class RolloutEngineResource(dg.ConfigurableResource):
                                                       "client; the step starts and stops the server)")
     device: str = Field(default="auto", description="torch engine: auto | cpu | cuda (auto: CUDA where present)")
     dtype: str = Field(default="float32", description="float32 | bfloat16 | float16 (vllm on CPU: float32)")
-    max_batch_size: int = Field(default=64, description="torch engine: sequences per forward pass")
-    num_threads: int = Field(default=0, description="torch engine CPU threads while sampling (0: leave torch's)")
-    gpu_memory_utilization: float = Field(default=0.5, description="vllm on GPU: share of GPU memory for weights + KV cache")
-    max_model_len: int = Field(default=0, description="vllm: longest prompt + response (0: the checkpoint's "
+    max_batch_size: int = Field(default=64, ge=1, description="torch engine: sequences per forward pass")
+    num_threads: int = Field(default=0, ge=0, description="torch engine CPU threads while sampling (0: leave torch's)")
+    gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1, description="vllm on GPU: share of GPU memory for weights + KV cache")
+    max_model_len: int = Field(default=0, ge=0, description="vllm: longest prompt + response (0: the checkpoint's "
                                                       "max_position_embeddings; larger values are clamped to it)")
     enforce_eager: bool = Field(default=True, description="vllm: skip CUDA graph capture (fast start for small runs)")
-    kv_cache_gib: float = Field(default=0.5, description="vllm on CPU: KV cache size in GiB")
+    kv_cache_gib: float = Field(default=0.5, gt=0, allow_inf_nan=False, description="vllm on CPU: KV cache size in GiB")
     server_python: str = Field(default="", description="vllm-server: the Python that runs vLLM's server "
                                                        "(empty: this one)")
     server_log_dir: str = Field(default="", description="vllm-server: where the servers' logs go (empty: a "

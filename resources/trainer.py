@@ -12,8 +12,8 @@ class TrainerResource(dg.ConfigurableResource):
     """Backend `torch` (default) or `deepspeed` (ZeRO `zero_stage`); the device comes from `GpuResource`."""
 
     backend: str = Field(default="torch", description="update backend: torch | deepspeed")
-    zero_stage: int = Field(default=0, description="DeepSpeed ZeRO stage (0-3)")
-    num_threads: int = Field(default=0, description="torch threads of the run (0 = 1 on CPU, torch's default on a GPU)")
+    zero_stage: int = Field(default=0, ge=0, le=3, description="DeepSpeed ZeRO stage (0-3)")
+    num_threads: int = Field(default=0, ge=0, description="torch threads of the run (0 = 1 on CPU, torch's default on a GPU)")
 
     def placement(self, device: str) -> dict[str, Any]:
         """The GRPOConfig fields this resource decides, plus `device` (decided by `GpuResource`)."""

@@ -8,6 +8,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from flywheel.config_fields import Range, mapping_parser
+from flywheel.config_fields import bounded as field_bounded
+
 
 def bounded(kind: type, lo: float | None = None, hi: float | None = None, *, above: bool = False) -> Callable[[str], Any]:
     """An argparse type reading `kind` (int or float) in [lo, hi] (`above`: strictly more than `lo`)."""
@@ -64,7 +67,8 @@ domain_counts.__name__ = "DOMAIN:COUNT"
 
 def constrain(parser: argparse.ArgumentParser, bounds: Mapping[str, tuple[float | None, float | None]],
               *, strict_low: frozenset[str] = frozenset()) -> None:
-    """Give the generated flags (config_fields.add_flags) of `parser` the ranges in `bounds` (dest -> (lo, hi)).
+    """Give the generated flags (config_fields.add_flags) of `parser` the ranges in `bounds` (dest -> (lo, hi)),
+    for config fields that do not declare their range themselves yet (`option(..., ge=...)` is the way).
 
     Scalar int/float flags read through `bounded`; KEY=VALUE flags check every value. `strict_low` names
     the dests whose value must be strictly above `lo`.
@@ -72,22 +76,13 @@ def constrain(parser: argparse.ArgumentParser, bounds: Mapping[str, tuple[float 
     actions = {a.dest: a for a in parser._actions}
     for dest, (lo, hi) in bounds.items():
         action = actions[dest]  # a KeyError here is a typo in a command's bounds table
-        inner = action.type
-        if inner in (int, float):
-            action.type = bounded(inner, lo, hi, above=dest in strict_low)
-        elif callable(inner) and isinstance(action.default, Mapping):
-            check = bounded(float, lo, hi, above=dest in strict_low)
-
-            def parse(text: str, inner: Callable[[str], Any] = inner, check: Callable[[str], Any] = check) -> Any:
-                values = inner(text)
-                for k, v in values.items():
-                    try:
-                        check(str(v))
-                    except argparse.ArgumentTypeError as e:
-                        raise argparse.ArgumentTypeError(f"{k}={v}: {e}") from None
-                return values
-
-            parse.__name__ = getattr(inner, "__name__", "value")
-            action.type = parse
+        spec = getattr(action, "field_spec", None)
+        rng = Range(low=lo, high=hi, strict_low=dest in strict_low)
+        if spec is not None and spec.range is not None:
+            continue  # the field declares its own range: that one is the truth
+        if spec is not None and spec.kind in (int, float):
+            action.type = field_bounded(spec.kind, rng)
+        elif spec is not None and spec.kind is dict and spec.item in (int, float):
+            action.type = mapping_parser(spec.item, rng)
         else:
-            raise TypeError(f"{dest}: no numeric range for a flag of type {inner!r}")
+            raise TypeError(f"{dest}: no numeric range for a flag of type {action.type!r}")

@@ -25,6 +25,11 @@ REPO = Path(__file__).resolve().parents[2]
     ("rollout_engine.engin=vllm", "--set rollout_engine.engin: resource 'rollout_engine' has no field 'engin'; "
                                   "its fields: device, dtype, "),  # a resource's fields are overridable too
     ("rollout_engine.max_batch_size=x", "--set rollout_engine.max_batch_size: expected Int, got 'x'"),
+    # values, not only names and types: choices, ranges and finiteness, as the library dataclass checks them
+    ('rlvr_policy.stage="grpo"', "--set rlvr_policy.stage: unknown stage 'grpo'; valid: "),
+    ("rlvr_policy.lr=NaN", "--set rlvr_policy.lr: lr: expected a finite number"),
+    ("sandbox.workers=-3", "--set sandbox.workers: workers: Input should be greater than or equal to 1, got -3"),
+    ("rollout_engine.gpu_memory_utilization=1.5", "gpu_memory_utilization: Input should be less than or equal to 1"),
 ])
 def test_bad_overrides_fail_before_anything_is_written(override, why, flywheel_home, capsys, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(flywheel_home.home / "dagster_home"))
@@ -48,7 +53,7 @@ def test_bad_override_under_json(flywheel_home, capsys):
 
 def test_valid_overrides_pass_the_check():
     from flywheel_dagster.assets.definitions import build_definitions
-    from flywheel_dagster.assets.turn import check_overrides
+    from flywheel_dagster.assets.overrides import check_overrides
 
     check_overrides({"rlvr_policy": {"steps": 3, "lr": 1, "domain_weights": {"math": 1.0}, "adam_betas": [0.8, 0.9]},
                      "eval_report": {"n_samples": 1}, "verifiers": {"max_tasks": 0},
@@ -60,7 +65,7 @@ def test_resource_override_keeps_the_resources_other_fields():
     import dagster as dg
 
     from flywheel_dagster.assets.definitions import build_definitions
-    from flywheel_dagster.assets.turn import resource_config
+    from flywheel_dagster.assets.overrides import resource_config
 
     defs = build_definitions()
     job = defs.resolve_job_def("base_model_job")
