@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from flywheel.models.sft import SftConfig
+from flywheel.train.common.sft import SftConfig
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ class TinyModelRecipe:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["sft"] = self.sft.to_dict()  # hashes as before its loop's constants became fields
         if not self.extra_domains:  # a recipe without extra domains hashes as before they existed
             d.pop("extra_domains"), d.pop("n_extra")
         return d

@@ -15,6 +15,7 @@ from typing import Any
 
 from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
+from flywheel.train.common.placement import PLACEMENT_FIELDS
 from flywheel.train.config import GRPOConfig
 from flywheel.train.difficulty import record_difficulty, training_model_name
 from flywheel.train.result import TrainResult
@@ -39,6 +40,14 @@ def day_seed(seed: int, log_date: dt.date | str | None) -> int:
         return seed
     blob = f"rft:{seed}:{log_date}".encode()
     return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") >> 1
+
+
+def rft_stage_config(config: GRPOConfig, rft: RftConfig | None, log_date: dt.date | str | None) -> RftConfig:
+    """The RFT stage's config in a run of `config`: its seed for the day, the run's threads, and the run's
+    placement (backend, ZeRO stage, device), so both stages update through the same backend."""
+    return (rft or RftConfig()).replace(seed=day_seed(config.seed, log_date),
+                                        num_threads=config.num_threads or RftConfig().num_threads,
+                                        **{n: getattr(config, n) for n in PLACEMENT_FIELDS})
 
 
 def train_policy(
@@ -79,8 +88,7 @@ def train_policy(
     parts = {"base_model": release, "task_source": source, **source_counts, **(data_partitions or {})}
     start: str | Path = base_model
     if config.stage in ("rft", "rft_rl"):
-        rft_cfg = (rft or RftConfig()).replace(seed=day_seed(config.seed, log_date), device=config.device,
-                                                num_threads=config.num_threads or RftConfig().num_threads)
+        rft_cfg = rft_stage_config(config, rft, log_date)
         out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
                                telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts,

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
+from flywheel.train.common.placement import placement_option
+from flywheel.train.common.schedule import OptimSpec
 
 STAGES = ("rft", "rl", "rft_rl")
 """Training stages a run can chain (`flywheel.train.stages`)."""
@@ -113,9 +115,9 @@ class GRPOConfig:
     off_policy_pipeline: bool = option(False, "Generate step k+1 in a thread while step k updates.")
     max_staleness: int = option(1, "Most policy versions a rollout may lag the policy it updates.")
     # infrastructure
-    backend: str = option("torch", "Update backend: torch | deepspeed.", choices=("torch", "deepspeed"))
-    zero_stage: int = option(0, "DeepSpeed ZeRO stage (0-3) for the deepspeed backend.", choices=(0, 1, 2, 3))
-    device: str = option("auto", "auto | cpu | cuda (or cuda:N).")
+    backend: str = placement_option("backend")
+    zero_stage: int = placement_option("zero_stage")
+    device: str = placement_option("device")
     checkpoint_every: int = option(10, "Checkpoint every N steps (0 = only at the end).")
     num_threads: int = option(0, "torch intra-op threads for the run (0 = 1 on CPU, where more threads spin-wait "
                                  "on a shared machine; torch's default on a GPU).")
@@ -150,6 +152,13 @@ class GRPOConfig:
             raise ValueError("max_samples_per_task must be >= group_size (or 0): a task is sampled a group at a time")
         if self.dev_samples < 1 or self.dev_temperature < 0:
             raise ValueError("dev_samples must be >= 1 and dev_temperature >= 0")
+
+    def optim(self) -> OptimSpec:
+        """The GRPO stage's optimizer and schedule values (the cosine's horizon: `steps`, which a time
+        budget may shorten while the run goes)."""
+        return OptimSpec(lr=self.lr, betas=tuple(self.adam_betas), weight_decay=self.weight_decay,
+                         max_grad_norm=self.max_grad_norm, warmup_steps=self.warmup_steps,
+                         cosine=self.lr_schedule == "cosine", horizon=self.steps)
 
     def replace(self, **changes: Any) -> GRPOConfig:
         return dataclasses.replace(self, **changes)

@@ -11,32 +11,12 @@ CPU time, which other load on the machine barely changes (wall time does, a lot)
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 CHECKS = (3, 6, 12, 24)
 """Steps done after which a budgeted run re-estimates its horizon (none later: the horizon then holds)."""
-
-
-class LRSchedule:
-    """Linear warmup, then constant or cosine decay to 10% at `horizon` (a LambdaLR multiplier).
-
-    A callable object, not a closure: `LambdaLR.state_dict` saves its `__dict__`, so a resumed
-    run restores the horizon with the optimizer state, and the trainer can move the horizon.
-    """
-
-    def __init__(self, warmup_steps: int, cosine: bool, horizon: int) -> None:
-        self.warmup_steps, self.cosine, self.horizon = int(warmup_steps), bool(cosine), int(horizon)
-
-    def __call__(self, step: int) -> float:
-        if self.warmup_steps and step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
-        if self.cosine and self.horizon > self.warmup_steps:
-            frac = (step - self.warmup_steps) / max(1, self.horizon - self.warmup_steps)
-            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
-        return 1.0
 
 
 class BudgetClock:

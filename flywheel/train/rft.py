@@ -1,8 +1,8 @@
 """Rejection-sampling fine-tuning (RFT): supervised fine-tuning on verified-successful responses only.
 
 The stage production flywheels run first: collect candidate responses for the run's tasks,
-keep those the verifiers pass, and fine-tune on them with the project's SFT code (loss on
-the response only, the shared chat template). Candidates come from two places
+keep those the verifiers pass, and fine-tune on them with the shared fine-tuning step (loss on
+the response only, the shared chat template; the run's backend, torch or DeepSpeed). Candidates come from two places
 (`flywheel.train.rft_data`): logged production responses of the run's tasks (re-verified:
 the log's own outcome only preselects them) and the policy's own samples, drawn with the
 torch rollout engine. Both are judged by the same `score_fn` the RL run uses.
@@ -26,19 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.gpu import GpuSpec, resolve_device
-from flywheel.models.sft import SftConfig, supervised_finetune
 from flywheel.rollout.checkpoint import load_model
 from flywheel.tasks.base import Task
+from flywheel.train.common.placement import placement_of
+from flywheel.train.common.sft import SftConfig, supervised_finetune
 from flywheel.train.rft_config import RftConfig
 from flywheel.train.rft_data import Progress, RftCounts, RftExample, collect_examples
 from flywheel.train.rollouts import ScoreFn, default_score_fn
 
 
 def sft_config(config: RftConfig) -> SftConfig:
-    """The SFT schedule an RFT run runs (the project's SFT code, `flywheel.models.sft`)."""
+    """The SFT schedule an RFT run runs (the fine-tuning step it shares with the base model's build,
+    `flywheel.train.common.sft`; AdamW betas and clipping are SftConfig's)."""
     return SftConfig(steps=config.steps, batch_size=config.batch_size, lr=config.lr, warmup=config.warmup,
                      max_len=config.max_len, seed=config.seed)
-
 
 
 @dataclass
@@ -103,7 +104,7 @@ def run_rft(
         torch.manual_seed(config.seed)
         model.train()
         losses = supervised_finetune(model, tokenizer, [(e.domain, e.prompt, e.response) for e in examples],
-                                     sft_config(config), device=device, desc="RFT fine-tuning")
+                                     sft_config(config), placement_of(config, device), desc="RFT fine-tuning")
         t2 = time.perf_counter()
         out = Path(out_dir)
         result = RftResult(out, counts, losses, time.perf_counter() - t0, time.process_time() - c0, examples,

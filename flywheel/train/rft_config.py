@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
+from flywheel.train.common.placement import PLACEMENT_FIELDS, placement_option
 
 RFT_PREFIX = "rft_"
 """Where the RFT stage's fields appear beside GRPOConfig's: `--rft-steps`, Dagster `rft_steps`."""
-RFT_RUN_FIELDS = ("seed", "device", "num_threads")
-"""RftConfig fields a training run sets from its own config and resources, not shown as RFT settings."""
+RFT_RUN_FIELDS = ("seed", *PLACEMENT_FIELDS, "num_threads")
+"""RftConfig fields a training run sets from its own config and resources, not shown as RFT settings: the
+placement (backend, ZeRO stage, device) is the run's, so both stages update through the same backend."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,9 @@ class RftConfig:
     warmup: int = option(5, "Linear LR warmup steps.")
     max_len: int = option(384, "Examples are truncated to this many tokens (prompt + response).")
     # infrastructure
-    device: str = option("auto", "auto | cpu | cuda.", choices=("auto", "cpu", "cuda"))
+    backend: str = placement_option("backend")
+    zero_stage: int = placement_option("zero_stage")
+    device: str = placement_option("device")
     num_threads: int = option(1, "torch intra-op threads while the stage runs (0 = leave torch's default); "
                                  "1 is fastest for the tiny model on a shared CPU.")
 

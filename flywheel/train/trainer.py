@@ -30,8 +30,9 @@ from flywheel.paths import FlywheelPaths
 from flywheel.progress import progress_bar, quiet_transformers_bars
 from flywheel.rollout.checkpoint import load_model
 from flywheel.tasks.base import Task
-from flywheel.train.backend import UpdateBackend, make_backend
 from flywheel.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from flywheel.train.common.backend import UpdateBackend, make_backend
+from flywheel.train.common.placement import placement_of
 from flywheel.train.config import GRPOConfig
 from flywheel.train.dev import DevTracker, dev_split
 from flywheel.train.horizon import BudgetClock, HorizonPlanner
@@ -161,7 +162,7 @@ def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Tel
     torch.manual_seed(cfg.seed)
     model, tokenizer = load_policy(inputs.base_model, device)
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef > 0 else None
-    backend = make_backend(model, cfg, device)
+    backend = make_backend(model, cfg.optim(), placement_of(cfg, device), cfg.micro_batch_size)
     scheduler = TaskScheduler(
         inputs.tasks, cfg.domain_weights, seed=cfg.seed, pass_rates=inputs.pass_rates, target=cfg.target_pass_rate,
         sharpness=cfg.difficulty_sharpness, min_weight=cfg.min_task_weight, prior=cfg.pass_rate_prior,

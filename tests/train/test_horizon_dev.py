@@ -9,19 +9,12 @@ import torch
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
 from flywheel.train.dev import dev_split
-from flywheel.train.horizon import CHECKS, HorizonPlanner, LRSchedule
+from flywheel.train.horizon import CHECKS, HorizonPlanner
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
 
 OFF = Telemetry(None, enabled=False)
-
-
-def test_lr_schedule_decays_to_ten_percent_at_its_horizon():
-    s = LRSchedule(warmup_steps=2, cosine=True, horizon=10)
-    assert s(0) == 0.5 and s(2) == 1.0 and s(10) == pytest.approx(0.1)
-    s.horizon = 6  # moved by a budget: the same decay over fewer steps
-    assert s(6) == pytest.approx(0.1) and s(4) < LRSchedule(2, True, 10)(4)
 
 
 def test_planner_shrinks_the_horizon_to_the_steps_the_budget_reaches_and_never_past_steps():

@@ -1,7 +1,7 @@
 """The default update backend: plain torch AdamW, LR schedule, gradient clipping.
 
-It implements `flywheel.train.backend.UpdateBackend`; the LR schedule and optimizer built
-here are shared with the DeepSpeed backend, so both apply identical math.
+It implements `flywheel.train.common.backend.UpdateBackend`; the optimizer and LR schedule come
+from `flywheel.train.common.optim`, shared with the DeepSpeed backend, so both apply identical math.
 """
 
 from __future__ import annotations
@@ -11,22 +11,8 @@ from typing import Any
 
 import torch
 
-from flywheel.train.config import GRPOConfig
-from flywheel.train.horizon import LRSchedule
-
-
-def lr_lambda(cfg: GRPOConfig) -> LRSchedule:
-    """Linear warmup, then constant or cosine decay to 10% over `cfg.steps` updates (the horizon a time
-    budget may shorten: `flywheel.train.horizon`)."""
-    return LRSchedule(cfg.warmup_steps, cfg.lr_schedule == "cosine", cfg.steps)
-
-
-def make_optimizer(model: torch.nn.Module, cfg: GRPOConfig) -> torch.optim.Optimizer:
-    params = [p for p in model.parameters() if p.requires_grad]
-    # foreach=False: the single-tensor path gives bitwise-identical updates across resume
-    return torch.optim.AdamW(
-        params, lr=cfg.lr, betas=tuple(cfg.adam_betas), weight_decay=cfg.weight_decay, eps=1e-8, foreach=False
-    )
+from flywheel.train.common.optim import make_optimizer, make_scheduler
+from flywheel.train.common.schedule import OptimSpec
 
 
 def logits_of(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -34,19 +20,25 @@ def logits_of(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: t
     return out.logits if hasattr(out, "logits") else out[0]
 
 
+def lm_loss_of(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               labels: torch.Tensor) -> torch.Tensor:
+    """The causal-LM loss the model itself computes (`labels` -100 where no loss is taken)."""
+    return model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
+
+
 class TorchBackend:
     """Single-process torch training on CPU or one GPU."""
 
     name = "torch"
 
-    def __init__(self, model: torch.nn.Module, cfg: GRPOConfig, device: str = "cpu") -> None:
+    def __init__(self, model: torch.nn.Module, optim: OptimSpec, device: str = "cpu") -> None:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.model.train()
-        self.cfg = cfg
-        self.optimizer = make_optimizer(self.model, cfg)
-        self.schedule = lr_lambda(cfg)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self.schedule)
+        self.spec = optim
+        self.optimizer = make_optimizer(self.model, optim)
+        self.scheduler = make_scheduler(self.optimizer, optim)
+        self.schedule = self.scheduler.lr_lambdas[0]
 
     @property
     def module(self) -> torch.nn.Module:
@@ -55,14 +47,17 @@ class TorchBackend:
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return logits_of(self.model, input_ids, attention_mask)
 
+    def lm_loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return lm_loss_of(self.model, input_ids, attention_mask, labels)
+
     def backward(self, loss: torch.Tensor) -> None:
         loss.backward()
 
     def step(self) -> float:
         """Clip, apply, advance the LR schedule, zero grads; returns the pre-clip grad norm."""
         params = [p for p in self.model.parameters() if p.requires_grad]
-        if self.cfg.max_grad_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm, foreach=False)
+        if self.spec.max_grad_norm > 0:
+            norm = torch.nn.utils.clip_grad_norm_(params, self.spec.max_grad_norm, foreach=False)
         else:
             grads = [p.grad.norm() for p in params if p.grad is not None]
             norm = torch.norm(torch.stack(grads)) if grads else torch.tensor(0.0)

@@ -1,12 +1,13 @@
 """Supervised fine-tuning on (domain, prompt, response) triples, loss on the response only.
 
-Plain torch: AdamW, linear warmup then cosine decay, gradient clipping, seeded batch
-order. The examples are rendered with the shared chat template (`render_example`).
+The fine-tuning step of RFT and of the base model's build: the shared stack (`optim`: AdamW,
+linear warmup then cosine decay, gradient clipping; `backend`: torch or DeepSpeed as the
+placement says), seeded batch order. The examples are rendered with the shared chat template.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,9 @@ import torch
 
 from flywheel.progress import progress_bar
 from flywheel.rollout.chat import render_prompt
+from flywheel.train.common.backend import make_backend
+from flywheel.train.common.placement import Placement
+from flywheel.train.common.schedule import OptimSpec
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,26 @@ class SftConfig:
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay"})
     max_len: int = field(default=256, metadata={"help": "examples are truncated to this many tokens"})
     seed: int = field(default=0, metadata={"help": "batch order seed"})
+    adam_betas: tuple[float, float] = field(default=(0.9, 0.98), metadata={"help": "AdamW betas"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping by global norm (0 disables)"})
+
+    def optim(self) -> OptimSpec:
+        """This schedule's optimizer values: warmup, then cosine decay to 10% at the last step."""
+        return OptimSpec(lr=self.lr, betas=tuple(self.adam_betas), weight_decay=self.weight_decay,
+                         max_grad_norm=self.max_grad_norm, warmup_steps=self.warmup, cosine=True, horizon=self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its fields, less those declared after tiny-v1 was built while at their default (the recipe hash
+        keys the build cache: a recipe that did not change hashes as before)."""
+        d = dataclasses.asdict(self)
+        for name in LATER_FIELDS:
+            if d[name] == SftConfig.__dataclass_fields__[name].default:
+                d.pop(name)
+        return d
+
+
+LATER_FIELDS = ("adam_betas", "max_grad_norm")
+"""`SftConfig` fields that were constants of the loop when the tiny models' recipe hashes were fixed."""
 
 
 def tokenize_examples(tokenizer: Any, examples: Sequence[tuple[str, str, str]], max_len: int) -> list[tuple[list[int], int]]:
@@ -62,21 +86,14 @@ def _length_bucketed(data: list[tuple[list[int], int]], bs: int, gen: torch.Gene
 
 
 def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str, str, str]],
-                        cfg: SftConfig, device: str = "cpu",
+                        cfg: SftConfig, placement: Placement | None = None,
                         on_step: Callable[[int, float], None] | None = None,
                         desc: str = "SFT of the base model") -> list[float]:
-    """Train `model` in place on `examples`; returns the loss of every step (`desc` names its progress)."""
+    """Train `model` in place on `examples` through the backend `placement` names (default: torch on CPU;
+    its device resolved); returns the loss of every step (`desc` names its progress)."""
     data = tokenize_examples(tokenizer, examples, cfg.max_len)
     gen = torch.Generator().manual_seed(cfg.seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
-
-    def lr_at(step: int) -> float:
-        if step < cfg.warmup:
-            return cfg.lr * (step + 1) / cfg.warmup
-        frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-        return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-
-    model.train()
+    backend = make_backend(model, cfg.optim(), placement or Placement(device="cpu"), cfg.batch_size)
     losses = []
     batches: list[list[int]] = []
     bar = progress_bar(cfg.steps, desc)
@@ -84,14 +101,10 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[tuple[str
         if not batches:
             batches = _length_bucketed(data, cfg.batch_size, gen)
         idx = batches.pop()
-        ids, mask, labels = (t.to(device) for t in _batch([data[i] for i in idx], tokenizer.pad_token_id))
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        ids, mask, labels = (t.to(backend.device) for t in _batch([data[i] for i in idx], tokenizer.pad_token_id))
+        loss = backend.lm_loss(ids, mask, labels)
+        backend.backward(loss)
+        backend.step()
         losses.append(float(loss.detach()))
         bar.update(1)
         if step % 20 == 0:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 
 def test_sft_lowers_the_loss(tiny_model_dir):
-    from flywheel.models.sft import SftConfig, supervised_finetune
     from flywheel.rollout.checkpoint import load_model
     from flywheel.tasks.suites import train_suite
+    from flywheel.train.common.sft import SftConfig, supervised_finetune
 
     model, tok = load_model(tiny_model_dir, trainable=True)
     ex = [("math", t.prompt, t.solution) for t in train_suite("math", 8)]

@@ -8,7 +8,7 @@ Multi-GPU runs go through the launcher, which sets those variables per rank:
 
     deepspeed --num_gpus 8 -m flywheel.cli train --backend deepspeed --zero-stage 2
 
-Gradient accumulation is driven by the trainer: every micro-batch's loss is already
+Gradient accumulation is driven by the training loop (one micro-batch a step in fine-tuning): every micro-batch's loss is already
 normalized by the whole step's token count, so DeepSpeed's own loss scaling is off
 (`scale_wrt_gas=False`) and the accumulation boundary is set explicitly on the last
 micro-batch, which makes one `step()` per RL update regardless of how many
@@ -24,8 +24,10 @@ from typing import Any
 
 import torch
 
-from flywheel.train.config import GRPOConfig
-from flywheel.train.torch_backend import logits_of, lr_lambda, make_optimizer
+from flywheel.train.common.optim import make_optimizer, make_scheduler
+from flywheel.train.common.placement import Placement
+from flywheel.train.common.schedule import OptimSpec
+from flywheel.train.common.torch_backend import lm_loss_of, logits_of
 
 
 def free_port() -> int:
@@ -48,31 +50,31 @@ def prepare_single_process_env(device: str) -> None:
     )
 
 
-def ds_config(cfg: GRPOConfig, device: str) -> dict[str, Any]:
+def ds_config(optim: OptimSpec, placement: Placement, micro_batch_size: int) -> dict[str, Any]:
     """The DeepSpeed JSON config this run uses (also logged as an MLflow param)."""
     conf: dict[str, Any] = {
-        "train_micro_batch_size_per_gpu": cfg.micro_batch_size,
+        "train_micro_batch_size_per_gpu": micro_batch_size,
         "gradient_accumulation_steps": 1,
-        "gradient_clipping": float(cfg.max_grad_norm),
-        "zero_optimization": {"stage": int(cfg.zero_stage)},
+        "gradient_clipping": float(optim.max_grad_norm),
+        "zero_optimization": {"stage": int(placement.zero_stage)},
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
     }
-    if device.startswith("cuda"):
+    if placement.device.startswith("cuda"):
         conf["bf16"] = {"enabled": bool(torch.cuda.is_bf16_supported())}
     return conf
 
 
 class DeepSpeedBackend:
-    """A DeepSpeed engine with a client AdamW and LambdaLR (identical math to the torch backend)."""
+    """A DeepSpeed engine with the shared client AdamW and LR schedule (identical math to the torch backend)."""
 
     name = "deepspeed"
 
-    def __init__(self, model: torch.nn.Module, cfg: GRPOConfig, device: str = "cpu") -> None:
+    def __init__(self, model: torch.nn.Module, optim: OptimSpec, placement: Placement, micro_batch_size: int) -> None:
+        device = placement.device
         prepare_single_process_env(device)
         import deepspeed  # noqa: PLC0415 - heavy, and must see DS_ACCELERATOR first
 
-        self.cfg = cfg
         self.device = torch.device(device if device != "cuda" else f"cuda:{int(os.environ['LOCAL_RANK'])}")
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
@@ -82,10 +84,10 @@ class DeepSpeedBackend:
             )
         model = model.to(self.device)
         model.train()
-        optimizer = make_optimizer(model, cfg)
-        self.schedule = lr_lambda(cfg)
-        lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, self.schedule)
-        self.config = ds_config(cfg, str(self.device))
+        optimizer = make_optimizer(model, optim)
+        lr_sched = make_scheduler(optimizer, optim)
+        self.schedule = lr_sched.lr_lambdas[0]
+        self.config = ds_config(optim, placement, micro_batch_size)
         self.engine, self.optimizer, _, self.lr_scheduler = deepspeed.initialize(
             model=model, optimizer=optimizer, lr_scheduler=lr_sched, config=self.config
         )
@@ -97,6 +99,9 @@ class DeepSpeedBackend:
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return logits_of(self.engine, input_ids, attention_mask)
+
+    def lm_loss(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return lm_loss_of(self.engine, input_ids, attention_mask, labels)
 
     def backward(self, loss: torch.Tensor) -> None:
         # Every backward but the step's last is a non-boundary: grads accumulate locally.

@@ -1,18 +1,21 @@
-"""DeepSpeed backend: one process on CPU (gloo), same update as the torch backend; CUDA under `gpu`."""
+"""DeepSpeed backend: one process on CPU (gloo), same update as the torch backend, for GRPO and for RFT's
+fine-tuning alike; CUDA under `gpu`."""
 
 from __future__ import annotations
 
 import pytest
 
 from flywheel.tasks.suites import train_suite
+from flywheel.train.common.deepspeed_backend import ds_config
+from flywheel.train.common.placement import Placement
 from flywheel.train.config import GRPOConfig
-from flywheel.train.deepspeed_backend import ds_config
 from flywheel.train.telemetry import Telemetry
 from flywheel.train.trainer import RunInputs, train_rlvr
 
 
 def test_ds_config_carries_zero_stage_and_clipping():
-    conf = ds_config(GRPOConfig(zero_stage=2, max_grad_norm=0.5, micro_batch_size=4), "cpu")
+    cfg = GRPOConfig(zero_stage=2, max_grad_norm=0.5, micro_batch_size=4)
+    conf = ds_config(cfg.optim(), Placement(zero_stage=2, device="cpu"), cfg.micro_batch_size)
     assert conf["zero_optimization"]["stage"] == 2 and conf["gradient_clipping"] == 0.5
     assert conf["train_micro_batch_size_per_gpu"] == 4 and "bf16" not in conf
 
@@ -39,6 +42,39 @@ def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, 
     # the DeepSpeed checkpoint was written (engine format) and the policy saved HF-loadable
     assert (flywheel_home.checkpoints / "deepspeed" / "step_000002" / "deepspeed").is_dir()
     assert (ds.policy_dir / "config.json").exists()
+
+
+def test_rft_fine_tunes_through_deepspeed_with_the_torch_backends_losses(policy_dir, digit_reward, monkeypatch,
+                                                                       tmp_path):
+    """`--backend deepspeed` reaches RFT: its fine-tuning builds a DeepSpeed engine (the real one, counted on the
+    way in) and, in one CPU process, takes the torch backend's steps (the same losses; weights a rounding apart)."""
+    from pathlib import Path
+
+    import torch
+
+    from flywheel.rollout.checkpoint import load_model
+    from flywheel.train.rft import run_rft
+    from flywheel.train.rft_config import RftConfig
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "flywheel" / "torch_extensions"))
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    import deepspeed
+
+    engines: list[dict] = []
+    real = deepspeed.initialize
+    monkeypatch.setattr(deepspeed, "initialize", lambda **kw: engines.append(kw["config"]) or real(**kw))
+    cfg = RftConfig(tasks_per_domain={"math": 8}, samples_per_task=4, max_new_tokens=24, steps=3, batch_size=4,
+                    lr=1e-3, warmup=1, device="cpu")
+    # every finished response passes: a random policy's samples are the demonstrations
+    passed = lambda domain, task, response: digit_reward(domain, task, "123" if response.strip() else "")  # noqa: E731
+    ref = run_rft(cfg, policy_dir, train_suite("math", 8), tmp_path / "torch", score_fn=passed)
+    ds = run_rft(cfg.replace(backend="deepspeed"), policy_dir, train_suite("math", 8), tmp_path / "ds",
+                 score_fn=passed)
+    assert ref.counts.examples > 0 and [e["train_micro_batch_size_per_gpu"] for e in engines] == [4]
+    assert ds.losses == ref.losses and len(ds.losses) == 3
+    a, b = (load_model(r.output_dir)[0].state_dict() for r in (ds, ref))
+    moved = max(float((a[k] - b[k]).abs().max()) for k in a)
+    assert moved < 1e-6, f"DeepSpeed and torch fine-tuning differ by {moved}"  # its own clipping: rounding apart
 
 
 @pytest.mark.gpu
