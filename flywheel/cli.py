@@ -60,9 +60,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except Exception as e:
-        traceback.print_exc(file=sys.stderr)
+        code = exit_code_for(e)
+        if code != EXIT_USAGE:  # a bad file the user named is one line, not a traceback
+            traceback.print_exc(file=sys.stderr)
         first = next((ln for ln in str(e).splitlines() if ln.strip()), "")
-        return fail(f"{args.command} failed: {type(e).__name__}: {first}", exit_code_for(e))
+        return fail(f"{args.command} failed: {type(e).__name__}: {first}", code)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -32,9 +32,16 @@ INFRA_ERRORS: tuple[str, ...] = ("SandboxInfraError", "VerifierInfraError", "Dag
 """Exception class names that mean a system the command needs broke, not the work: exit 3 (safe to retry)."""
 
 
+USAGE_ERRORS: tuple[type[BaseException], ...] = (PermissionError, FileExistsError, NotADirectoryError,
+                                                  IsADirectoryError, FileNotFoundError, UnicodeDecodeError)
+"""A file the user named that cannot be read or written as asked (an unwritable warehouse, a folder where a
+file should be, bytes that are not UTF-8): exit 2 with one line, no traceback."""
+
+
 def exit_code_for(e: BaseException) -> int:
     """3 for an infrastructure failure (a connection refused or timed out, MLflow's server not answering, a
     sandbox or verifier runtime that broke; also as the cause of a wrapping error, e.g. a Dagster step's),
+    2 for a file the user named that cannot be used (`USAGE_ERRORS`, DuckDB refusing to open a file),
     else 1: the work ran and failed."""
     seen: list[BaseException] = []
     cur: BaseException | None = e
@@ -45,6 +52,9 @@ def exit_code_for(e: BaseException) -> int:
             return EXIT_INFRA
         if name == "MlflowException" and "API request to" in str(cur):  # the server did not answer
             return EXIT_INFRA
+        if isinstance(cur, USAGE_ERRORS) or (module.lstrip("_") == "duckdb" and name == "IOException"
+                                             and ("Cannot open" in str(cur) or "not a valid DuckDB" in str(cur))):
+            return EXIT_USAGE
         cur = getattr(cur, "user_exception", None) or cur.__cause__
     return EXIT_FAILED
 
@@ -114,6 +124,15 @@ def mark_emitted() -> None:
     """The command wrote its JSON output itself (JSON lines, say): a later `fail` goes to stderr only."""
     global _emitted
     _emitted = True
+
+
+def utf8_text(data: bytes) -> tuple[str | None, str]:
+    """`data` as text, or (None, why) naming the first byte that is not UTF-8: a file a command reads is the
+    user's input, and a bad one is a usage error (exit 2), never a traceback."""
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError as e:
+        return None, f"not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})"
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> int:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from flywheel.commands.argtypes import positive, positive_int
-from flywheel.commands.output import EXIT_FAILED, EXIT_INFRA, EXIT_OK, add_json_flag, emit, fail
+from flywheel.commands.output import EXIT_FAILED, EXIT_INFRA, EXIT_OK, add_json_flag, emit, fail, utf8_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,13 +47,16 @@ def run_exec(args: argparse.Namespace) -> int:
     if args.memory is not None:
         limits = replace(limits, memory_mb=args.memory)
     try:
-        stdin = Path(args.stdin).read_text() if args.stdin else ""
+        code, why = utf8_text(path.read_bytes())
+        stdin, why_in = utf8_text(Path(args.stdin).read_bytes()) if args.stdin else ("", "")
     except OSError as e:
-        return fail(f"cannot read --stdin {args.stdin}: {e.strerror or e}")
+        return fail(f"cannot read {e.filename or args.file}: {e.strerror or e}")
+    if code is None or stdin is None:
+        return fail(f"{args.file}: {why}" if code is None else f"--stdin {args.stdin}: {why_in}")
     kw = {"image": args.image} if args.backend == "docker" and args.image else {}
     try:
         sb = get_sandbox(args.backend, **kw)
-        res = sb.run(path.read_text(), limits=limits, stdin=stdin)
+        res = sb.run(code, limits=limits, stdin=stdin)
     except SandboxInfraError as e:
         return fail(f"sandbox failed (infrastructure, safe to retry): {e}", EXIT_INFRA)
     finally:

@@ -25,6 +25,7 @@ from flywheel.commands.output import (
     emit,
     fail,
     mark_emitted,
+    utf8_text,
 )
 
 
@@ -63,14 +64,19 @@ def _parse(lineno: int, line: str) -> dict[str, Any] | str:
 
 def run(args: argparse.Namespace) -> int:
     # loaded when the command runs, so `flywheel --help` stays fast
+    import duckdb
+
     from flywheel.verifiers.batch import ScoreItem, score_batch
     from flywheel.verifiers.cache import VerdictCache
 
     try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as e:
         return fail(f"cannot read {args.file}: {e.strerror or e}")
-    lines = text.splitlines()
+    text, why = utf8_text(data)
+    if text is None:
+        return fail(f"{'<stdin>' if args.file == '-' else args.file}: {why}")
+    lines = json_lines(text)
     out: list[dict[str, Any] | None] = [None] * len(lines)
     items, where = [], []
     for n, line in enumerate(lines, start=1):
@@ -83,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
             continue
         items.append(ScoreItem(obj["domain"], obj["task"], obj["response"]))
         where.append(n - 1)
-    cache = VerdictCache(args.cache) if args.cache else None
+    try:
+        cache = VerdictCache(args.cache) if args.cache else None
+    except (OSError, duckdb.Error) as e:  # an unwritable or foreign file: the user's to fix, not a crash
+        return fail(f"cannot open the verdict cache {args.cache}: {type(e).__name__}: {e}")
     try:
         verdicts = score_batch(items, concurrency=args.concurrency, cache=cache, errors="none")
     finally:
@@ -117,6 +126,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         emit(args, summary, "\n".join([*(readable(name, n, d) for n, d in enumerate(out, 1)), counts]))
     return _status(name, out)
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text: split at "\n" only (with a "\r" before it dropped), so U+2028, U+0085 or a
+    form feed inside a JSON string stays in its line (`str.splitlines` would cut there); no final empty line."""
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def readable(name: str, lineno: int, verdict: dict[str, Any]) -> str:

@@ -131,8 +131,13 @@ def test_an_unexpected_failure_is_one_json_error_with_its_class(tmp_path, capsys
     from flywheel.sandbox import SandboxInfraError
 
     (tmp_path / "in.jsonl").write_text(json.dumps({"domain": "math", "task": {}, "response": "1"}) + "\n")
-    # a folder as the verdict cache: DuckDB cannot open it, an error no command expects
-    assert main(["verify", str(tmp_path / "in.jsonl"), "--cache", str(tmp_path), "--json"]) == 1
+    # a verdict cache whose table is someone else's: an error no command expects
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "foreign.duckdb"))
+    con.execute("CREATE TABLE verdict_cache (x INTEGER)")
+    con.close()
+    assert main(["verify", str(tmp_path / "in.jsonl"), "--cache", str(tmp_path / "foreign.duckdb"), "--json"]) == 1
     cap = capsys.readouterr()
     err = json.loads(cap.out)
     assert err["exit_code"] == 1 and err["error"].startswith("verify failed: ")

@@ -40,3 +40,16 @@ def test_fail_under_json_is_one_object_and_never_a_second(capsys):
     cap = capsys.readouterr()
     assert json.loads(cap.out) == {"loaded": 5} and cap.err == "flywheel: error: over the limit\n"
     assert fail("plain") == 2 and capsys.readouterr().err == "flywheel: error: plain\n"
+
+
+def test_a_file_the_user_named_that_cannot_be_used_is_exit_2_without_a_traceback(tmp_path, capsys):
+    """An unwritable warehouse (its folder is a file; a file that is not a DuckDB database): one line, exit 2."""
+    from flywheel.cli import main
+
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text("")
+    (tmp_path / "not_a_db.duckdb").write_text("garbage")
+    for wh in (logs / "w.duckdb", tmp_path / "not_a_db.duckdb"):
+        assert main(["ingest", str(logs), "--warehouse", str(wh)]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.count("\n") == 1 and err.startswith("flywheel: error: ingest failed"), err

@@ -47,3 +47,15 @@ def test_sandbox_infrastructure_failure_exits_3(tmp_path, capsys, monkeypatch):
     code = main(argv)
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["exit_code"] == 3 and "infrastructure" in out["error"]
+
+
+def test_non_utf8_program_or_stdin_is_one_line_and_exit_2(tmp_path, capsys):
+    from flywheel.cli import main
+
+    bad, good = tmp_path / "bad.py", tmp_path / "good.py"
+    bad.write_bytes(b"print('\xff')\n")
+    good.write_text("print(1)\n")
+    for argv in (["sandbox", "exec", str(bad)], ["sandbox", "exec", str(good), "--stdin", str(bad)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "not UTF-8 text (byte 7" in err and err.count("\n") == 1 and "Traceback" not in err, err

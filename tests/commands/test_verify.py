@@ -91,3 +91,34 @@ def test_verify_json_errors_and_bad_concurrency(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["verify", str(tmp_path / "x.jsonl"), "--concurrency", "0"])
     assert e.value.code == 2 and "argument --concurrency: expected an integer >= 1, got '0'" in capsys.readouterr().err
+
+
+def test_non_utf8_input_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(b'{"domain": "math", "task": {}, "response": "\xff"}\n')
+    assert main(["verify", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not UTF-8 text (byte 44" in err and "Traceback" not in err
+    monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": open(f, "rb")})())  # noqa: SIM115
+    assert main(["verify", "-", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"].startswith("<stdin>: not UTF-8 text")
+
+
+def test_unusable_cache_file_is_one_line_and_exit_2(tmp_path, capsys):
+    f = tmp_path / "in.jsonl"
+    f.write_text(json.dumps(_lines()[0]) + "\n")
+    (tmp_path / "not_a_db").write_text("garbage")
+    for cache in (tmp_path / "in.jsonl" / "c.duckdb", tmp_path / "not_a_db"):
+        assert main(["verify", str(f), "--cache", str(cache)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("flywheel: error: cannot open the verdict cache") and err.count("\n") == 1, err
+
+
+def test_line_separators_inside_a_json_string_do_not_split_the_line(tmp_path, capsys):
+    line = _lines()[0]
+    line["response"] = line["response"] + "\u2028\u2029\x85\x0c trailing"
+    f = tmp_path / "in.jsonl"
+    f.write_text(json.dumps(line, ensure_ascii=False) + "\r\n", encoding="utf-8")
+    assert main(["verify", str(f), "--json"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and json.loads(out[0])["details"].get("error") is None
