@@ -137,20 +137,37 @@ def task_logs_known_domains(storage: StorageResource) -> dg.AssetCheckResult:
 class QuarantineRateConfig(dg.Config):
     """The share of quarantined input lines above which the check fails."""
 
-    max_quarantine_rate: float = 0.05
+    max_quarantine_rate: float = Field(default=0.05, ge=0, le=1, description="the day's (and a file's) largest "
+                                       "share of quarantined lines")
+    min_file_lines: int = Field(default=20, ge=1, description="files with fewer lines are not judged on their own")
 
 
-@dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description="Quarantined lines / all distinct lines stays under a threshold "
-                "(config `max_quarantine_rate`, default 5%): a higher rate means the logger or the schema broke.")
-def task_logs_quarantine_rate(config: QuarantineRateConfig, storage: StorageResource) -> dg.AssetCheckResult:
-    from flywheel.logs.summary import quarantine_rate
+def _run_day(context: dg.AssetCheckExecutionContext) -> str | None:
+    """The log day the run materialized (the daily job's partition), or None for an unpartitioned run."""
+    return context.run.tags.get("dagster/partition")
 
+
+@dg.asset_check(asset=task_logs, pool=WAREHOUSE_POOL, description="Quarantined lines / all distinct lines of the "
+                "day the run ingested stays under `max_quarantine_rate` (default 5%): a higher rate means the "
+                "logger or the schema broke. Judged per day (a bad day is not diluted by good ones) and per "
+                "file (the worst files are listed; a file over the rate with enough lines fails it too).")
+def task_logs_quarantine_rate(context: dg.AssetCheckExecutionContext, config: QuarantineRateConfig,
+                              storage: StorageResource) -> dg.AssetCheckResult:
+    from flywheel.logs.summary import markdown_table, quarantine_by_file, quarantine_rate
+
+    day = _run_day(context)
     with storage.warehouse() as con:
-        q = quarantine_rate(con)
+        q, files, overall = quarantine_rate(con, day), quarantine_by_file(con, day), quarantine_rate(con)
+    bad = [(f, n, c) for f, n, c in files if n + c >= config.min_file_lines and n / (n + c) > config.max_quarantine_rate]
+    rows = [(f, n, c, f"{n / max(n + c, 1):.1%}") for f, n, c in files[:10]]
     return dg.AssetCheckResult(
-        passed=q.rate <= config.max_quarantine_rate,
-        metadata={"quarantine_rate": dg.MetadataValue.float(round(q.rate, 6)), "quarantined": q.quarantined,
-                  "clean_rows": q.clean, "threshold": dg.MetadataValue.float(config.max_quarantine_rate)},
+        passed=q.rate <= config.max_quarantine_rate and not bad,
+        metadata={"day": day or "all days", "quarantine_rate": dg.MetadataValue.float(round(q.rate, 6)),
+                  "quarantined": q.quarantined, "clean_rows": q.clean, "files_over_rate": len(bad),
+                  "all_days_rate": dg.MetadataValue.float(round(overall.rate, 6)),
+                  "threshold": dg.MetadataValue.float(config.max_quarantine_rate),
+                  "worst_files": dg.MetadataValue.md(markdown_table(rows, ("file", "quarantined", "clean", "rate"))
+                                                     if rows else "none")},
     )
 
 

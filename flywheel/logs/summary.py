@@ -58,6 +58,20 @@ def quarantine_rate(con: duckdb.DuckDBPyConnection, log_date: str | None = None)
                           clean=_scalar(con, f"SELECT count(*) FROM task_logs{where}", p))
 
 
+def quarantine_by_file(con: duckdb.DuckDBPyConnection, log_date: str | None = None) -> list[tuple[str, int, int]]:
+    """(source file, quarantined lines, clean rows) of every file read (of one day), worst rate first: a broken
+    file shows even when the day's other files dilute it."""
+    where = " WHERE log_date = ?::DATE" if log_date else ""
+    p = [log_date] if log_date else []
+    rows = con.execute(f"""
+        WITH q AS (SELECT source_file, count(*) AS n FROM quarantine{where} GROUP BY 1),
+             c AS (SELECT source_file, count(*) AS n FROM task_logs{where} GROUP BY 1)
+        SELECT coalesce(q.source_file, c.source_file), coalesce(q.n, 0), coalesce(c.n, 0)
+        FROM q FULL OUTER JOIN c ON q.source_file = c.source_file
+        ORDER BY coalesce(q.n, 0) / greatest(coalesce(q.n, 0) + coalesce(c.n, 0), 1) DESC, 1""", p + p).fetchall()
+    return [(str(f), int(qn), int(cn)) for f, qn, cn in rows]
+
+
 def summarize(con: duckdb.DuckDBPyConnection) -> dict:
     """Counts for the `task_logs` asset: rows, days, domains, models, quarantine by reason."""
     rows = _scalar(con, "SELECT count(*) FROM task_logs")

@@ -151,3 +151,21 @@ def test_the_export_format_is_run_config(flywheel_home):
         as_openai["duplicates"] == len(lines)
     as_sharegpt = ingested("sharegpt")
     assert as_sharegpt["ingested"] == 0 and as_sharegpt["quarantined"] == len(lines)
+
+
+def test_a_bad_day_fails_the_check_while_the_all_days_rate_is_low(flywheel_home):
+    """Judged per day: 9 clean days of 100 lines, then a day with 12 of 100 lines broken (1.2% over all days)."""
+    days = [f"2026-11-{d:02d}" for d in range(20, 30)]
+    for n, day in enumerate(days):
+        bad = 12 if day == days[-1] else 0
+        write_day(flywheel_home.raw_logs, [line(1000 * n + i, timestamp=f"{day}T10:00:00Z", id=f"{day}-{i}")
+                                           for i in range(100 - bad)] + ["{cut"] * bad, day=day)
+    for day in days[:-1]:
+        _, _, checks = run(flywheel_home.home, day=day)
+        assert checks["task_logs_quarantine_rate"].passed
+    _, _, checks = run(flywheel_home.home, day=days[-1])
+    q = checks["task_logs_quarantine_rate"]
+    assert not q.passed and q.metadata["day"].value == days[-1]
+    assert q.metadata["quarantine_rate"].value == pytest.approx(0.12)
+    assert q.metadata["all_days_rate"].value < 0.05
+    assert "traffic.jsonl" in q.metadata["worst_files"].value
