@@ -13,6 +13,7 @@ from flywheel_dagster.assets import (
     logs,
     mining,
     models,
+    monitoring,
     orchestration,
     traffic,
     training,
@@ -21,7 +22,7 @@ from flywheel_dagster.assets import (
 from flywheel_dagster.resources.defaults import default_resources
 
 STAGE_MODULES: tuple[ModuleType, ...] = (
-    traffic, logs, mining, verifiers, models, training, evaluation, deployment, history, orchestration,
+    traffic, logs, mining, verifiers, models, training, evaluation, deployment, history, orchestration, monitoring,
 )
 """The stage modules, in flywheel order; each may export ASSETS, CHECKS, JOBS, SCHEDULES, SENSORS lists."""
 

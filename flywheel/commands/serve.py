@@ -19,8 +19,6 @@ from flywheel.commands.output import EXIT_FAILED, EXIT_INFRA, add_json_flag, emi
 from flywheel.commands.rollback import RegistryLookupError, add_registry_flags, open_registry
 from flywheel.commands.storage import storage_from_env
 
-STATE_FILE = "server.json"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help="serve the champion with vLLM's OpenAI-compatible server",
@@ -41,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _state_path() -> Path:
-    return storage_from_env().ensure().home / "serving" / STATE_FILE
+    from flywheel.serving.vllm_server import DETACHED_STATE
+
+    return storage_from_env().ensure().home / DETACHED_STATE
 
 
 def _stop(args: argparse.Namespace) -> int:
@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     except (RuntimeError, TimeoutError) as e:
         return fail(f"vLLM server did not start: {e}", EXIT_INFRA)
     result = {"served_model_name": champ.uri, "base_url": info.base_url, "pid": info.pid, "log": info.log_path,
-              "variant": args.variant, "device": device, "model_path": champ.model_path}
+              "variant": args.variant, "device": device, "model_path": champ.model_path,
+              "weights_sha256": info.weights_sha256}
     if args.detach:
         state.write_text(info.to_json())
         emit(args, {**result, "state": str(state)},

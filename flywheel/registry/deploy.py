@@ -10,10 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.gpu import GpuSpec
+from flywheel.monitoring.sequential import RollbackConfig, RollbackDecision, decide_rollback
+from flywheel.monitoring.sources import live_counts
+from flywheel.monitoring.weights import weights_hash
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.candidate import load_candidate_eval
 from flywheel.registry.gate import GateConfig, PromotionDecision
-from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, ModelRef, Registry, promote_if_better
+from flywheel.registry.mlflow_registry import (
+    DEFAULT_MODEL_NAME,
+    WEIGHTS_TAG,
+    ModelRef,
+    Registry,
+    RollbackResult,
+    promote_if_better,
+    rollback,
+)
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
 
 
@@ -95,3 +106,72 @@ def champion_regression(
     return not drops, {"champion": champ.uri, "baseline": bases[0].uri if bases else None,
                        "champion_pass_rates": mine, "baseline_pass_rates": ref, "drops": drops,
                        "tolerance": tolerance}
+
+
+ROLLED_BACK_TAG = "flywheel.rolled_back"
+"""Tag on a version the rollback sensor moved `champion` away from: why (the lineage keeps it)."""
+
+
+def rollback_champion(tracking_uri: str, why: str, model_name: str = DEFAULT_MODEL_NAME) -> RollbackResult:
+    """Move `champion` back to the previous champion because of `why`: recorded in the champion history's
+    event and as a tag on the version rolled back from."""
+    reg = Registry(tracking_uri, model_name)
+    current = reg.champion()
+    result = rollback(reg, why=why)
+    if current is not None:
+        reg.set_tags(current.version, {ROLLED_BACK_TAG: why[:4000]})
+    return result
+
+
+def served_weights_match(tracking_uri: str, served: Mapping[str, str | None],
+                         model_name: str = DEFAULT_MODEL_NAME) -> tuple[bool, dict[str, Any]]:
+    """Do the champion's weights match the fingerprint registered with it: its folder now, and each server in
+    `served` (where -> the fingerprint it reports; None: not serving the champion, not judged)?"""
+    champ = Registry(tracking_uri, model_name).champion()
+    if champ is None:
+        return True, {"reason": "no champion yet"}
+    registered = champ.tags.get(WEIGHTS_TAG, "")
+    seen = {"champion folder": weights_hash(champ.model_path) if Path(champ.model_path).is_dir() else None,
+            **{k: v for k, v in served.items() if v is not None}}
+    wrong = sorted(k for k, v in seen.items() if v != registered)
+    ok = bool(registered) and not wrong
+    why = ("no fingerprint was registered with this version" if not registered else
+           f"differs from the registry: {', '.join(wrong)}" if wrong else "every served copy matches the registry")
+    return ok, {"champion": champ.uri, "registered": registered or "none", "reason": why,
+                **{f"served: {k}": v or "missing" for k, v in seen.items()}}
+
+
+def promised_rates(tracking_uri: str, uri: str, model_name: str = DEFAULT_MODEL_NAME) -> dict[str, float]:
+    """pass@1 per domain version `uri` (`name:version`) scored when it was registered ({} if none recorded)."""
+    name, _, version = uri.rpartition(":")
+    if not version.isdigit():
+        return {}
+    tags = Registry(tracking_uri, name or model_name).get(version).tags
+    return {k: float(v) for k, v in json.loads(tags.get("flywheel.eval_pass_rates", "{}")).items()}
+
+
+@dataclass(frozen=True)
+class ChampionWatch:
+    """One look at the champion in production: the test's decision and, when it rolled back, where to."""
+
+    champion: str
+    base_model: str
+    decision: RollbackDecision
+    rolled_back_to: str | None = None
+
+
+def watch_champion(con: Any, tracking_uri: str, config: RollbackConfig | None = None,
+                   model_name: str = DEFAULT_MODEL_NAME) -> ChampionWatch | None:
+    """Test the champion's live pass rate (its lines in `task_logs`, warehouse connection `con`) against what
+    it promised; on a significant drop move `champion` back (the reason recorded). None without a champion
+    or with no earlier champion to go back to."""
+    reg = Registry(tracking_uri, model_name)
+    champ = reg.champion()
+    if champ is None or len(reg.history()) < 2:
+        return None
+    promise = json.loads(champ.tags.get("flywheel.eval_pass_rates", "{}"))
+    decision = decide_rollback(live_counts(con, champ.uri), promise, config)
+    if not decision.rollback:
+        return ChampionWatch(champ.uri, champ.base_model, decision)
+    result = rollback_champion(tracking_uri, f"live pass rate dropped: {decision.reason}", model_name)
+    return ChampionWatch(champ.uri, champ.base_model, decision, f"{reg.name}:{result.to_version}")

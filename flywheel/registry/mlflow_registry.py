@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.evaluation.runner import Comparison
+from flywheel.monitoring.weights import weights_hash
 from flywheel.registry.gate import GateConfig, PromotionDecision, decide, not_non_inferior
 from flywheel.tracking import REGISTRY_EXPERIMENT, ensure_experiment
 
@@ -37,6 +38,7 @@ DEFAULT_MODEL_NAME = "flywheel-policy"
 CHAMPION = "champion"
 HISTORY_TAG = "flywheel.champion_history"
 EVENTS_TAG = "flywheel.champion_events"
+WEIGHTS_TAG = "flywheel.weights_sha256"
 VERSIONS_TAG = "flywheel.registered_versions"
 """Tag on a training run: the model versions registered from it (`name:version`, comma-separated)."""
 
@@ -127,6 +129,8 @@ class Registry:
             model_path = snapshot_checkpoint(src, Path(snapshot_root))
         model_path = str(Path(model_path).resolve()) if Path(str(model_path)).exists() else str(model_path)
         tags = {"flywheel.role": role, "flywheel.model_path": model_path, "flywheel.source_path": str(src)}
+        if Path(model_path).is_dir() and (digest := weights_hash(model_path)):
+            tags[WEIGHTS_TAG] = digest  # what a server must load for this version (flywheel.monitoring.weights)
         for k, v in (lineage or {}).items():
             if v is None:
                 continue
@@ -272,12 +276,12 @@ class RollbackResult:
         return asdict(self)
 
 
-def rollback(registry: Registry, to_version: str | int | None = None) -> RollbackResult:
+def rollback(registry: Registry, to_version: str | int | None = None, why: str = "") -> RollbackResult:
     """Move `champion` back to the previous champion (or to `to_version`), keeping the history consistent.
 
     Without `to_version` the current champion is popped off the history. With it, the
     history is cut back to that version's last appearance (or the version is appended,
-    if it never was champion).
+    if it never was champion). `why` goes into the recorded event.
     """
     current = registry.champion()
     hist = registry.history()
@@ -294,7 +298,7 @@ def rollback(registry: Registry, to_version: str | int | None = None) -> Rollbac
         else:
             hist = [*hist, target]
     registry.client.set_registered_model_alias(registry.name, CHAMPION, target)
-    reason = f"rollback from {current.version if current else None} to {target}"
+    reason = f"rollback from {current.version if current else None} to {target}" + (f": {why}" if why else "")
     registry._record(hist, "rollback", target, reason)
     return RollbackResult(current.version if current else None, target, hist)
 

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from flywheel.monitoring.weights import weights_hash
 from flywheel.rollout.chat import write_chat_template
 from flywheel.serving.vllm_server import ServedEngine, ServerInfo, free_port, start_server, stop_server
 
@@ -28,7 +29,8 @@ def start_model_server(model_path: str | Path, served_name: str, device: str, lo
                        max_model_len: int | None = None) -> ServerInfo:
     """vLLM's OpenAI server for `model_path` on 127.0.0.1 (`port` 0: a free one), started as the serving
     manifest's `variant` for `device` says, with the project's chat template written beside the weights;
-    returns once `/v1/models` answers (RuntimeError/TimeoutError otherwise, naming the log)."""
+    returns once `/v1/models` answers (RuntimeError/TimeoutError otherwise, naming the log), reporting the
+    fingerprint of the weights it loaded (`ServerInfo.weights_sha256`)."""
     from flywheel.gpu import GpuSpec
     from flywheel.registry.serving import serving_manifest
 
@@ -38,7 +40,10 @@ def start_model_server(model_path: str | Path, served_name: str, device: str, lo
     if not chosen["runs_on_target"]:
         raise VariantUnavailable(f"variant {variant!r} needs {' or '.join(chosen['requires'])}; the target is {device}")
     write_chat_template(model_path)
-    return start_server(chosen["args"], served_name, log, python=python, ready_timeout_s=ready_timeout_s)
+    digest = weights_hash(model_path) or ""  # the files the server loads, hashed before it loads them
+    info = start_server(chosen["args"], served_name, log, python=python, ready_timeout_s=ready_timeout_s)
+    info.weights_sha256 = digest
+    return info
 
 
 class ManagedServers:
@@ -61,6 +66,10 @@ class ManagedServers:
                                                    ready_timeout_s=self.ready_timeout_s,
                                                    max_model_len=self.max_model_len)
         return self.servers[key]
+
+    def fingerprints(self) -> dict[str, str]:
+        """served model name -> the fingerprint of the weights its server loaded."""
+        return {info.served_model_name: info.weights_sha256 for info in self.servers.values()}
 
     def engine(self, model_path: str) -> ServedEngine:
         """A `RolloutEngine` sampling `model_path` through its server (an `EngineSpec` for the responders)."""

@@ -29,6 +29,8 @@ from typing import Any
 from flywheel.rollout.chat import CHAT_TEMPLATE, CHAT_TEMPLATE_FILE, write_chat_template  # noqa: F401 (re-exported)
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+DETACHED_STATE = Path("serving") / "server.json"
+"""Where `flywheel serve --detach` records its server, under the storage home."""
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on right now."""
@@ -93,6 +95,7 @@ class ServerInfo:
     model_path: str
     log_path: str
     argv: list[str]
+    weights_sha256: str = ""  # fingerprint of the weights it was started on (flywheel.monitoring.weights)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -100,6 +103,16 @@ class ServerInfo:
     @classmethod
     def from_json(cls, text: str) -> ServerInfo:
         return cls(**json.loads(text))
+
+
+def detached_server_fingerprint(home: str | Path) -> dict[str, str | None]:
+    """{"flywheel serve <model>": the weights fingerprint it reported} for a detached server still running under
+    `home`; {} when none runs."""
+    state = Path(home) / DETACHED_STATE
+    if not state.is_file():
+        return {}
+    info = ServerInfo.from_json(state.read_text())
+    return {f"flywheel serve {info.served_model_name}": info.weights_sha256 or None} if pid_alive(info.pid) else {}
 
 
 def _ready(base_url: str) -> bool:

@@ -1,0 +1,164 @@
+"""The monitoring stage under Dagster: each check fires on real data, the alert sensor delivers each failure
+once to a webhook on 127.0.0.1, and the rollback sensor rolls back a champion whose live pass rate dropped."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dagster as dg
+import pytest
+
+from flywheel_dagster.assets import monitoring
+from flywheel_dagster.resources.alerts import AlertResource, RollbackResource
+from flywheel_dagster.resources.defaults import default_resources
+
+PART = "tiny-test"
+
+
+@pytest.fixture
+def webhook():
+    """A receiver on 127.0.0.1: `.url`, and `.received` (JSON bodies, in order)."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield type("Hook", (), {"url": f"http://127.0.0.1:{server.server_address[1]}/", "received": received})
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _train(paths, policy, temperature: float, score) -> str:
+    """A real two-step GRPO run of a random tiny policy (its MLflow run id)."""
+    from flywheel.tasks.suites import train_suite
+    from flywheel.train.config import GRPOConfig
+    from flywheel.train.trainer import RunInputs, train_rlvr
+
+    cfg = GRPOConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=6, max_new_tokens=12, lr=1e-2,
+                     domain_weights={"math": 1.0}, num_threads=1, temperature=temperature)
+    res = train_rlvr(cfg, RunInputs(policy, train_suite("math", 20), paths, f"t{temperature}"), score_fn=score)
+    return res.mlflow_run_id
+
+
+def _run_checks(instance, storage, asset, checks, partition=PART, thresholds=None, **resources):
+    """Only `checks` (on `asset`'s latest materialization) in a real run on `instance`."""
+    config = {"ops": {f"{asset.key.to_user_string()}_{c.check_key.name}": {"config": thresholds}
+                      for c in checks}} if thresholds else None
+    res = dg.materialize([asset, *checks], selection=dg.AssetSelection.checks(*checks), instance=instance,
+                         run_config=config,
+                         tags={"dagster/partition": partition} if partition else None, raise_on_error=False,
+                         resources={**default_resources(), "storage": storage, **resources})
+    return {c.check_name: c for c in res.get_asset_check_evaluations()}
+
+
+def _digits(domain, task, response):
+    from flywheel.environments.verdict import Verdict
+
+    n = sum(c.isdigit() for c in response)
+    return Verdict(min(n, 3) / 3, n >= 3, f"{n} digits")
+
+
+def test_training_checks_fire_on_real_runs_and_the_sensor_alerts_once_each(flywheel_home, storage, seed_mlflow_db,
+                                                                           random_tiny, webhook):
+    from flywheel.environments.verdict import Verdict
+    from flywheel_dagster.assets.training import rlvr_policy
+
+    seed_mlflow_db(flywheel_home)
+    policy = random_tiny(flywheel_home.models / "policy")
+    instance = dg.DagsterInstance.ephemeral()
+    checks = [monitoring.rlvr_entropy_not_collapsed, monitoring.rlvr_rewards_not_flat, monitoring.rlvr_sampling_success]
+
+    def judge(run_id: str, **config):
+        instance.report_runless_asset_event(dg.AssetMaterialization("rlvr_policy", partition=PART,
+                                                                    metadata={"mlflow_run_id": run_id}))
+        return _run_checks(instance, storage, rlvr_policy, checks, **config)
+
+    healthy = _train(flywheel_home, policy, 1.0, _digits)
+    got = judge(healthy)
+    assert all(c.passed for c in got.values()), {n: c.metadata["message"].value for n, c in got.items()}
+    # the same real entropy against a floor above it: the check reads the run's entropy and fires
+    got = judge(healthy, thresholds={"min_entropy": 50.0})
+    assert not got["rlvr_entropy_not_collapsed"].passed
+    assert got["rlvr_entropy_not_collapsed"].severity == dg.AssetCheckSeverity.ERROR
+    assert "data:image/png;base64," in got["rlvr_entropy_not_collapsed"].metadata["chart"].value
+    flat = _train(flywheel_home, policy, 1.0, lambda d, t, r: Verdict(0.0, False, "flat"))  # NaN-free, flat
+    got = judge(flat)
+    assert not got["rlvr_rewards_not_flat"].passed and not got["rlvr_sampling_success"].passed
+    assert got["rlvr_sampling_success"].severity == dg.AssetCheckSeverity.WARN
+
+    alerts = AlertResource(webhook_url=webhook.url)
+    ctx = dg.build_sensor_context(instance=instance, resources={"alerts": alerts, "storage": storage})
+    monitoring.alert_sensor(ctx)
+    titles = sorted(m["blocks"][0]["text"]["text"] for m in webhook.received)
+    assert titles == ["[ERROR] rlvr_entropy_not_collapsed failed on rlvr_policy[tiny-test]",
+                      "[ERROR] rlvr_rewards_not_flat failed on rlvr_policy[tiny-test]",
+                      "[WARN] rlvr_sampling_success failed on rlvr_policy[tiny-test]"]
+    ctx = dg.build_sensor_context(instance=instance, cursor=None, resources={"alerts": alerts, "storage": storage})
+    monitoring.alert_sensor(ctx)  # read from the start again: every incident was delivered already
+    assert len(webhook.received) == 3
+
+
+def _champion_serving(flywheel_home, mlflow_registry, random_tiny, rec, write_jsonl, live_rate: float) -> None:
+    """v1 (the base) then v2 promoted on an eval pass@1 of 0.7; two days of production logs of v2 passing at
+    `live_rate`, ingested into the warehouse."""
+    import random
+    import shutil
+
+    from flywheel.logs.ingest import ingest
+    from flywheel.warehouse import connect
+
+    base = random_tiny(flywheel_home.models / "base" / "tiny-test")
+    v1 = mlflow_registry.ensure_champion(base, PART)
+    v2 = mlflow_registry.register(shutil.copytree(base, flywheel_home.models / "cand"),
+                                  {"base_model": PART, "eval_pass_rates": {"math": 0.7, "overall": 0.7}})
+    mlflow_registry.set_champion(v2.version, reason="gate passed")
+    assert (v1.version, v2.version) == ("1", "2")
+    rng = random.Random(0)
+    con = connect(flywheel_home.warehouse)
+    for day in ("2026-12-02", "2026-12-03"):
+        folder = flywheel_home.raw_logs / day
+        folder.mkdir(parents=True)
+        write_jsonl(folder / "part-0.jsonl", [
+            rec(f"{day}-{i}", model="flywheel-policy:2", timestamp=f"{day}T10:00:00Z",
+                outcome={"passed": rng.random() < live_rate}) for i in range(400)])
+        ingest(str(folder), con, log_date=day)
+    con.close()
+
+
+@pytest.mark.parametrize("live_rate, rolled_back", [(0.55, True), (0.7, False)])
+def test_rollback_sensor_rolls_back_a_champion_whose_live_pass_rate_dropped(
+        flywheel_home, storage, mlflow_registry, random_tiny, rec, write_jsonl, webhook, live_rate, rolled_back):
+    from flywheel.registry.mlflow_registry import EVENTS_TAG
+
+    _champion_serving(flywheel_home, mlflow_registry, random_tiny, rec, write_jsonl, live_rate)
+    instance = dg.DagsterInstance.ephemeral()
+    resources = {"storage": storage, "alerts": AlertResource(webhook_url=webhook.url),
+                 "rollback_rule": RollbackResource()}
+    out = monitoring.champion_rollback_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert mlflow_registry.champion().version == ("1" if rolled_back else "2")
+    if not rolled_back:
+        assert isinstance(out, dg.SkipReason) and "kept" in out.skip_message and not webhook.received
+        return
+    obs = out.asset_events[0]
+    assert obs.metadata["rolled_back"].value == "flywheel-policy:2" and obs.metadata["champion"].value == "flywheel-policy:1"
+    events = json.loads(mlflow_registry.client.get_registered_model("flywheel-policy").tags[EVENTS_TAG])
+    assert events[-1]["action"] == "rollback" and "live pass rate dropped" in events[-1]["reason"]
+    assert "significant drop" in mlflow_registry.get("2").tags["flywheel.rolled_back"]
+    assert len(webhook.received) == 1 and "rolled back" in webhook.received[0]["text"]
+    again = monitoring.champion_rollback_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert isinstance(again, dg.SkipReason) and mlflow_registry.champion().version == "1"
+    assert len(webhook.received) == 1
