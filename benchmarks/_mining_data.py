@@ -1,6 +1,6 @@
 """bench_mining.py's data: realistic SIMULATED log rows tiled to millions, as Parquet files.
 
-A few tens of thousands of records from the demo traffic generator (`flywheel.tasks.traffic`: real
+A few tens of thousands of records from the demo traffic generator (`flywheel.world.traffic`: real
 tracebacks and tool-call conversations) are tiled, vectorized, to the requested size with fresh ids
 and timestamps spread over 30 days. (`flywheel.logs.synthetic` is faster to build but its rows carry
 no taxonomy to mine: one message shape, no tracebacks, no tool calls.)
@@ -24,7 +24,7 @@ COLUMNS = ("id", "timestamp", "task_id", "domain", "model", "messages", "outcome
 def make_templates(n: int, seed: int) -> pa.Table:
     """`n` realistic records (a bigger task universe than the demo default), as string columns."""
     # imported here: the measured worker processes import this module too, and only the driver generates
-    from flywheel.tasks.traffic import TrafficConfig, generate_records
+    from flywheel.world.traffic import TrafficConfig, generate_records
 
     cfg = TrafficConfig(universe=(("math", 6000), ("code", 400), ("agent", 4000)), repeats=2.0)
     cols: dict[str, list] = {c: [] for c in COLUMNS}

@@ -1,7 +1,7 @@
 """Ingest + failure mining at scale: flywheel (DuckDB SQL) against a straightforward pandas version.
 
 1. Generates `--rows` SIMULATED log rows as Parquet (`_mining_data.py`): a few tens of thousands
-   of realistic records from the demo traffic generator (`flywheel.tasks.traffic`, real tracebacks
+   of realistic records from the demo traffic generator (`flywheel.world.traffic`, real tracebacks
    and tool-call conversations) tiled to the requested size with fresh ids and timestamps spread
    over 30 days.
 2. In a fresh subprocess (so its peak RSS is its own): `flywheel.logs.ingest` into a DuckDB file,

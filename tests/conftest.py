@@ -264,8 +264,8 @@ def docker_sandbox():
 def fill_task_pool() -> Callable:
     """`fill(con, n=2, broken=True)`: the `task_pool` table (mining's column contract) filled from the
     train suites (n tasks per domain, each with a logged failure), plus deliberately broken tasks."""
+    from flywheel.environments.agent.inventory import TOOLS
     from flywheel.mining.pool import TASK_POOL_COLUMNS
-    from flywheel.tasks.agent_env import TOOLS
 
     def fill(con, n: int = 2, broken: bool = True) -> list[tuple]:
         con.execute("CREATE OR REPLACE TABLE task_pool (" + ", ".join(f"{c} {t}" for c, t in TASK_POOL_COLUMNS) + ")")
@@ -297,7 +297,7 @@ def log_gold() -> Callable:
     """`log(paths, tasks)`: the warehouse under `paths` holds each task's gold solution as a logged success
     (what RFT re-verifies and keeps), ingested through the real ingest."""
     from flywheel.logs.ingest import ingest
-    from flywheel.tasks.responder import messages_from_text
+    from flywheel.world.responder import messages_from_text
 
     def log(paths, tasks) -> None:
         lines = [{"id": f"g-{i}", "timestamp": "2026-12-01T10:00:00Z", "task_id": t.task_id, "domain": t.domain,

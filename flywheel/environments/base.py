@@ -5,7 +5,9 @@ seed, declares its tools (OpenAI function-calling JSON schema; none for single-t
 resets to an initial state and applies tool calls, and verifies a finished response into a
 `Verdict`. It also says how to validate itself: a gold response must score 1.0, wrong ones 0.0,
 and each hack probe 0.0. Everything else in flywheel (verifier construction, the verdict cache,
-mining, the scheduler, evaluation) reaches a domain only through this protocol.
+mining, the scheduler, evaluation, rollouts, serving) reaches a domain only through this protocol; the
+built-in domains (`flywheel/environments/math`, `code`, `agent`) implement it like any plug-in, so this
+module imports nothing above the task, tool-call and verdict types.
 
     class MyEnv(BaseEnvironment):
         name, version, family = "myenv", "myenv-1", "myenv"
@@ -16,7 +18,8 @@ mining, the scheduler, evaluation) reaches a domain only through this protocol.
 Installed through the `flywheel.environments` entry-point group (see `registry.py`): the entry
 point names a class (or a zero-argument factory) returning an `Environment`.
 
-Tasks are `flywheel.tasks.base.Task`. A task as the logs and `flywheel verify` carry it is the
+Tasks are `flywheel.environments.task.Task` (re-exported here with `ToolCall`, `Verdict`, `passed`,
+`failed` and `TaskError`: a plug-in imports the protocol's whole vocabulary from this module). A task as the logs and `flywheel verify` carry it is the
 design's task dict; for an environment domain that dict is `{"task_id", "prompt", **reference}`
 (`Task.verifier_task()`), and `task_from_dict` turns it back into a `Task`, so `verify` may be
 handed either.
@@ -25,13 +28,18 @@ handed either.
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import ToolCall
-from flywheel.verifiers.verdict import Verdict
+from flywheel.environments.task import Task
+from flywheel.environments.toolcalls import ToolCall
+from flywheel.environments.verdict import TaskError, Verdict, failed, passed
+
+__all__ = ["SPLITS", "BaseEnvironment", "Environment", "Observation", "Probe", "Task", "TaskError", "ToolCall",
+           "ValidationCase", "ValidationResult", "Verdict", "check_split", "failed", "is_heldout", "passed",
+           "task_from_dict", "validate"]
 
 SPLITS = ("train", "heldout")
 """`train` feeds training; `heldout` is evaluation only. The two must be disjoint by content."""
@@ -81,6 +89,20 @@ class ValidationResult:
     ok: bool
     failures: list[str] = field(default_factory=list)
     cases: int = 0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One reward-hacking attempt: its name, the response, and whether it takes the full time limit (run once
+    per domain, not per task)."""
+
+    name: str
+    response: Any
+    slow: bool = False
+
+
+DEFAULT_HELDOUT_SIZE = 50
+"""Evaluation set size of a domain that does not say (one of many: its family's roll-up has the power)."""
 
 
 @runtime_checkable
@@ -138,6 +160,61 @@ class Environment(Protocol):
         """Gold, wrong and hack-probe responses for `task` (see `ValidationCase`)."""
         ...
 
+    def verifier_task(self, task: Task) -> dict[str, Any]:
+        """The task dict its verifier is handed (`Task.verifier_task()`)."""
+        ...
+
+    def heldout_size(self, domain: str) -> int:
+        """How many held-out tasks evaluate `domain` by default."""
+        ...
+
+    def task_from_log(self, task_id: str, prompt: str, reference: dict[str, Any]) -> dict[str, Any] | None:
+        """The verifier's task dict for a mined log record (TaskError: the reference cannot drive the verifier);
+        None: this environment builds no verifiers from logs."""
+        ...
+
+    def gold_response(self, prompt: str, reference: dict[str, Any]) -> str | None:
+        """The response a verifier built from a logged reference must accept, or None when there is none."""
+        ...
+
+    def logged_solution(self, prompt: str, reference: dict[str, Any]) -> str:
+        """The logged reference's solution in the training text format ("" when it carries none)."""
+        ...
+
+    def probes(self, task: dict[str, Any]) -> list[Probe]:
+        """Reward-hacking probes for a verifier task dict (each must fail)."""
+        ...
+
+    def reference_sql(self, reference: str) -> str | None:
+        """DuckDB condition on a JSON column: the logged reference can drive a verifier (None: never)."""
+        ...
+
+    def missing_answer(self, response: str, tool_calls: int) -> bool:
+        """The failure taxonomy's format rule: a failing response with no final answer in this domain's form."""
+        ...
+
+    def missing_answer_sql(self, response: str, tool_calls: str) -> str | None:
+        """`missing_answer` as a DuckDB condition over column expressions (None: the rule never applies)."""
+        ...
+
+    def failure_type(self, task: dict[str, Any], response: str, verdict: Verdict) -> str:
+        """Why a failed sample failed, as a short label for evaluation reports."""
+        ...
+
+    def tool_env(self, task: Task) -> Any:
+        """A factory of a fresh tool environment (`call(name, args)`, `done`) per rollout sample, or None:
+        rollouts of this task are single-turn."""
+        ...
+
+    def logged_outcome(self, details: dict[str, Any], tool_steps: int) -> dict[str, Any]:
+        """Extra `outcome` fields production logs for a served response (tests run, tool calls)."""
+        ...
+
+    def make_verifier(self, context: Any) -> Any:
+        """A verifier built with shared infrastructure (`context`: sandbox, time limits), or None: the
+        verifier registry judges through `verify`."""
+        ...
+
 
 class BaseEnvironment(ABC):
     """Defaults for a single-turn environment: no tools, no state, gold = `task.solution`, wrong =
@@ -189,6 +266,64 @@ class BaseEnvironment(ABC):
             cases.append(ValidationCase("wrong", "wrong", wrong))
         cases += [ValidationCase("hack", name, r) for name, r in self.hack_probes(task)]
         return cases
+
+    multi_turn: bool = False
+    """Responses are tool-call trajectories (logged as OpenAI `tool_calls`), not plain text."""
+    production: Any = None
+    """How the domain shows up in the simulated production world (`flywheel.environments.production.
+    ProductionProfile`); None: simulated traffic never serves it."""
+
+    def verifier_task(self, task: Task) -> dict[str, Any]:
+        return {**task.reference, "task_id": task.task_id, "prompt": task.prompt}
+
+    def heldout_size(self, domain: str) -> int:
+        return DEFAULT_HELDOUT_SIZE
+
+    def task_from_log(self, task_id: str, prompt: str, reference: dict[str, Any]) -> dict[str, Any] | None:
+        return None
+
+    def gold_response(self, prompt: str, reference: dict[str, Any]) -> str | None:
+        return None
+
+    def logged_solution(self, prompt: str, reference: dict[str, Any]) -> str:
+        """`reference_solution(reference)` where the environment has one (a plug-in's gold from its logs)."""
+        fn = getattr(self, "reference_solution", None)
+        return str(fn(reference) or "") if fn else ""
+
+    def probes(self, task: dict[str, Any]) -> list[Probe]:
+        return []
+
+    def reference_sql(self, reference: str) -> str | None:
+        return None
+
+    def missing_answer(self, response: str, tool_calls: int) -> bool:
+        return False
+
+    def missing_answer_sql(self, response: str, tool_calls: str) -> str | None:
+        return None
+
+    def failure_type(self, task: dict[str, Any], response: str, verdict: Verdict) -> str:
+        return verdict_label(verdict)
+
+    def tool_env(self, task: Task) -> Any:
+        return None
+
+    def logged_outcome(self, details: dict[str, Any], tool_steps: int) -> dict[str, Any]:
+        return {}
+
+    def make_verifier(self, context: Any) -> Any:
+        return None
+
+
+def verdict_label(verdict: Verdict) -> str:
+    """A failed verdict's own `failure_type` label, else its reason's head, as a short identifier."""
+    label = verdict.details.get("failure_type") or verdict.reason.split(":", 1)[0]
+    return re.sub(r"[^a-z0-9]+", "_", str(label).lower()).strip("_")[:40] or "other"
+
+
+def sql_literal(s: str) -> str:
+    """A DuckDB string literal (for the SQL conditions an environment contributes to mining)."""
+    return "'" + s.replace("'", "''") + "'"
 
 
 def check_split(split: str) -> None:

@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from flywheel.environments.base import BaseEnvironment, check_split, is_heldout, task_from_dict
-from flywheel.tasks.base import Task
-from flywheel.verifiers.common import MAX_RESPONSE_CHARS, failed, passed, text_to_judge
-from flywheel.verifiers.verdict import Verdict
+from flywheel.environments.judging import MAX_RESPONSE_CHARS, text_to_judge
+from flywheel.environments.task import Task
+from flywheel.environments.verdict import Verdict, failed, passed
 
 PREFIX = "rg."
 FAMILY = "reasoning-gym"
@@ -226,7 +226,7 @@ class ReasoningGymEnvironment(BaseEnvironment):
 
     def verify(self, task: Task | dict[str, Any], response: Any) -> Verdict:
         """The generator's scorer on the one stated answer; 1.0 only for a full score."""
-        from flywheel.verifiers.common import TaskError
+        from flywheel.environments.verdict import TaskError
 
         t = task if isinstance(task, Task) else task_from_dict(str(task.get("domain") or ""), task)
         entry = t.reference.get("entry")

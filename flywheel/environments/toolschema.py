@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from flywheel.tasks.toolcalls import ToolCall, calls_from_messages, parse_calls
+from flywheel.environments.toolcalls import ToolCall, calls_from_messages, parse_calls
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),

@@ -5,8 +5,8 @@ reference come from the task's latest record):
 
 - `frontier`: at least `min_attempts` judged attempts, some passed and some failed;
 - `failure_with_reference`: any other task with a failed attempt whose logged reference makes a
-  verifier possible (math `answer`; code `entry_point` + `test`; agent `tools` + `initial_state`
-  + `goal`). Tasks always solved, and never-solved tasks without a reference, are left out.
+  verifier possible (its environment's `reference_sql`: math `answer`; code `entry_point` + `test`;
+  agent `tools` + `initial_state` + `goal`). Tasks always solved, and never-solved tasks without a reference, are left out.
 
 Then every candidate whose prompt overlaps a held-out evaluation prompt is dropped
 (`decontaminated_tasks`), and of each group of near-duplicate prompts only the task with the
@@ -33,15 +33,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from flywheel import plugin_hooks
+from flywheel.environments.registry import default_environments
+from flywheel.environments.task import Task
 from flywheel.logs.schema import KNOWN_DOMAINS
 from flywheel.mining.config import MiningConfig
 from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
-from flywheel.tasks.agent_tasks import render_trajectory
-from flywheel.tasks.base import Task
-from flywheel.tasks.responder import text_from_messages
 from flywheel.tasks.suites import DOMAINS, heldout_suite
 from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL, TASK_POOL_RUNS_DDL
+from flywheel.world.responder import text_from_messages
 
 TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("task_id", "VARCHAR"), ("domain", "VARCHAR"), ("prompt", "VARCHAR"), ("reference", "VARCHAR"),
@@ -50,15 +49,16 @@ TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """The `task_pool` table contract other stages read."""
 
-HAS_REFERENCE_SQL = """CASE {d}
-    WHEN 'math' THEN json_extract({r}, '$.answer') IS NOT NULL
-    WHEN 'code' THEN json_extract({r}, '$.entry_point') IS NOT NULL AND json_extract({r}, '$.test') IS NOT NULL
-    WHEN 'agent' THEN json_extract({r}, '$.tools') IS NOT NULL AND json_extract({r}, '$.initial_state') IS NOT NULL
-                  AND json_extract({r}, '$.goal') IS NOT NULL
-    WHEN 'repo' THEN json_type(json_extract({r}, '$.files')) = 'OBJECT'
-                 AND json_type(json_extract({r}, '$.hidden_tests')) = 'OBJECT'
-                 AND json_type(json_extract({r}, '$.test_files')) = 'ARRAY'
-    ELSE false END"""
+def has_reference_sql(d: str, r: str) -> str:
+    """DuckDB condition: domain column `d`'s environment can drive a verifier from the JSON reference column `r`
+    (`Environment.reference_sql`); false for a domain no environment serves or one without the rule."""
+    envs = default_environments()
+    whens = []
+    for domain in envs.domains():
+        cond = envs.for_domain(domain).reference_sql(r)
+        if cond:
+            whens.append(f"    WHEN '{domain.replace(chr(39), chr(39) * 2)}' THEN {cond}\n")
+    return f"CASE {d}\n{''.join(whens)}    ELSE false END"
 
 
 @dataclass
@@ -158,7 +158,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
         CREATE OR REPLACE TEMP TABLE _pool_cand AS
         SELECT s.* EXCLUDE (last_id), t.prompt, t.reference,
                CASE WHEN s.passes > 0 AND s.attempts >= {cfg.min_attempts} THEN 'frontier'
-                    WHEN coalesce({HAS_REFERENCE_SQL.format(d="s.domain", r="t.reference")}, false)
+                    WHEN coalesce({has_reference_sql("s.domain", "t.reference")}, false)
                     THEN 'failure_with_reference' END AS reason
         FROM _pool_stats s JOIN _pool_text t USING (task_id) WHERE t.prompt IS NOT NULL
     """)
@@ -326,20 +326,13 @@ def _fill_failed_responses(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _solution(domain: str, prompt: str, ref: dict[str, Any]) -> str:
-    """The reference solution in the training text format, or "" when the reference has none."""
+    """The reference solution in the training text format, or "" when the reference has none
+    (`Environment.logged_solution`)."""
+    envs = default_environments()
     try:
-        if domain == "math" and "answer" in ref:
-            return f"Answer: {ref['answer']}"
-        if domain == "code" and ref.get("canonical_solution"):
-            return f"```python\n{prompt}{ref['canonical_solution']}```"
-        if domain == "agent" and ref.get("solution_calls") is not None:
-            calls = [(c[0], dict(c[1])) for c in ref["solution_calls"]]
-            return render_trajectory(ref["initial_state"], calls)
-        if domain not in DOMAINS:  # an environment's domain (repo: the known fix as a trajectory)
-            return plugin_hooks.reference_solution(domain, ref)
+        return envs.for_domain(domain).logged_solution(prompt, ref) if envs.has_domain(domain) else ""
     except Exception:  # a malformed logged reference: no gold text, the task is still usable
         return ""
-    return ""
 
 
 def load_task_pool(con: duckdb.DuckDBPyConnection, domains: list[str] | tuple[str, ...] | None = None,
@@ -359,7 +352,7 @@ def load_task_pool(con: duckdb.DuckDBPyConnection, domains: list[str] | tuple[st
         where.append("list_contains($domains, domain)")
         params["domains"] = list(domains)
     if require_reference:
-        where.append(HAS_REFERENCE_SQL.format(d="domain", r="reference"))
+        where.append(has_reference_sql("domain", "reference"))
     sql = f"SELECT * FROM task_pool WHERE {' AND '.join(where)} ORDER BY rank"
     if limit is not None and per_domain is None:
         sql += f" LIMIT {int(limit)}"

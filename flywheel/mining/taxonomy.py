@@ -10,9 +10,9 @@ Classes, first match wins:
 4. `runtime_error`: `status == "error"`, or the error's last line is a Python exception
    other than `AssertionError` (a failed assert is a wrong answer: the code ran). Grouped by
    exception type and a normalized traceback signature.
-5. `format_error`: no final answer: math without `Answer: N` / `answer is N` / `\\boxed{}`,
-   code without a function definition or code block, agent without any tool call; or
-   `status == "format_error"`.
+5. `format_error`: no final answer in the form the domain's environment expects
+   (`Environment.missing_answer`: math without `Answer: N` / `answer is N` / `\\boxed{}`, code without
+   a function definition or code block, agent without any tool call); or `status == "format_error"`.
 6. `wrong_answer`: everything else that did not pass.
 
 The rules exist twice: as DuckDB SQL (what mining runs) and as plain Python (`classify`,
@@ -27,18 +27,22 @@ import json
 import re
 from typing import Any
 
+from flywheel.environments.code.failures import CODE_RE as CODE_RE
+from flywheel.environments.math.failures import MATH_ANSWER_RE as MATH_ANSWER_RE
+from flywheel.environments.registry import default_environments
+
 FAILURE_TYPES: tuple[str, ...] = (
     "wrong_answer", "format_error", "runtime_error", "timeout", "invalid_tool_call", "refused",
 )
 
 # One set of regular expressions for SQL (RE2) and Python (re): keep them in the common subset.
+# (MATH_ANSWER_RE and CODE_RE, the math and code environments' answer forms, are imported above for
+# `mining.failures`, which precomputes them per distinct response.)
 REFUSAL_RE = r"(?i)^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|i can not|i won't|i will not|as an ai)\b"
 REFUSAL_MAX_CHARS = 300
 TIMEOUT_RE = r"(?i)(\btimeout|timed out)"
 INVALID_TOOL_RE = r"(?i)(IllegalCall|invalid tool call|unknown tool)"
 EXC_TYPE_RE = r"^([A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt|Warning|Iteration))(:|$)"
-MATH_ANSWER_RE = r"(?i)(answer\s*(is|:|=)\s*\$?\s*-?[0-9]|\\boxed\{)"
-CODE_RE = r"(def\s+[A-Za-z_][A-Za-z0-9_]*\s*\(|```)"
 FORMAT_ERROR_RE = r"(?i)(no final answer|could not parse|no code found)"
 MAX_TEXT_CHARS = 2000
 """`error_line` and `response` are stored truncated to this many characters in `failure_cases`."""
@@ -105,6 +109,24 @@ def exception_type(error: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+def sql_missing_answer(domain: str, response: str, n_tool_calls: str) -> str:
+    """DuckDB condition over column expressions: the environment serving the row's domain finds no final
+    answer in the response (`Environment.missing_answer_sql`); false for a domain without the rule."""
+    envs = default_environments()
+    clauses = []
+    for d in envs.domains():
+        cond = envs.for_domain(d).missing_answer_sql(response, n_tool_calls)
+        if cond:
+            clauses.append(f"({domain} = {_sql_str(d)} AND {cond})")
+    return "(" + " OR ".join(clauses) + ")" if clauses else "false"
+
+
+def missing_answer(domain: str, response: str, n_tool_calls: int) -> bool:
+    """Python mirror of `sql_missing_answer`."""
+    envs = default_environments()
+    return envs.has_domain(domain) and envs.for_domain(domain).missing_answer(response, n_tool_calls)
+
+
 def sql_failure_type(domain: str, status: str, error: str, response: str, n_tool_calls: str, exc: str) -> str:
     """DuckDB CASE over column expressions: the taxonomy class of a failing record."""
     err = f"coalesce({error}, '')"
@@ -117,9 +139,7 @@ def sql_failure_type(domain: str, status: str, error: str, response: str, n_tool
       WHEN {st} = 'invalid_tool_call' OR regexp_matches({err}, {_sql_str(INVALID_TOOL_RE)}) THEN 'invalid_tool_call'
       WHEN {st} = 'error' OR coalesce({exc}, 'AssertionError') <> 'AssertionError' THEN 'runtime_error'
       WHEN {st} = 'format_error' OR regexp_matches({err}, {_sql_str(FORMAT_ERROR_RE)})
-        OR ({domain} = 'math' AND NOT regexp_matches({resp}, {_sql_str(MATH_ANSWER_RE)}))
-        OR ({domain} = 'code' AND NOT regexp_matches({resp}, {_sql_str(CODE_RE)}))
-        OR ({domain} = 'agent' AND {n_tool_calls} = 0 AND NOT contains({resp}, '<tool_call>')) THEN 'format_error'
+        OR {sql_missing_answer(domain, resp, n_tool_calls)} THEN 'format_error'
       ELSE 'wrong_answer' END"""
 
 
@@ -164,10 +184,7 @@ def classify(domain: str, outcome: dict[str, Any], messages: list[dict[str, Any]
         kind = "invalid_tool_call"
     elif status == "error" or (exc or "AssertionError") != "AssertionError":
         kind = "runtime_error"
-    elif (status == "format_error" or re.search(FORMAT_ERROR_RE, err)
-          or (domain == "math" and not re.search(MATH_ANSWER_RE, resp))
-          or (domain == "code" and not re.search(CODE_RE, resp))
-          or (domain == "agent" and calls == 0 and "<tool_call>" not in resp)):
+    elif status == "format_error" or re.search(FORMAT_ERROR_RE, err) or missing_answer(domain, resp, calls):
         kind = "format_error"
     else:
         kind = "wrong_answer"

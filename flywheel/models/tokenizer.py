@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from flywheel.environments.toolcalls import CALL_CLOSE, CALL_OPEN, RESULT_CLOSE, RESULT_OPEN
 from flywheel.rollout.chat import ASSISTANT, EOS, PAD, SPECIAL_TOKENS, USER
-from flywheel.tasks.toolcalls import CALL_CLOSE, CALL_OPEN, RESULT_CLOSE, RESULT_OPEN
 
 TOOL_TOKENS: tuple[str, ...] = (CALL_OPEN, CALL_CLOSE, RESULT_OPEN, RESULT_CLOSE)
 

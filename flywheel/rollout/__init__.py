@@ -1,7 +1,8 @@
 """flywheel.rollout: sampling from a checkpoint: its loader, the chat template, the engines (torch, vLLM).
 
 `generate_for_tasks` is the entry point the trainer and evaluation use: it renders each
-task with the shared chat template, gives agent tasks their tool environment, and fills
+task with the shared chat template, gives each task the tool environment its environment offers
+(`Environment.tool_env`: agent tasks' inventory; none for single-turn domains), and fills
 `task_id`, `domain` and `group_id` on every rollout.
 """
 
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from flywheel.environments.registry import default_environments
 from flywheel.rollout.base import RolloutEngine, ToolEnv, ToolFactory
 from flywheel.rollout.chat import render_prompt
-from flywheel.rollout.multistep import inventory_tools
 from flywheel.rollout.types import Rollout, SamplingParams, ToolStep
 
 DEFAULT_MAX_STEPS = 6
@@ -23,7 +24,7 @@ def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: i
                        sampling: SamplingParams | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> list[Rollout]:
     """`n_samples` rollouts per task (prompt-major; `group_id` = task index in `tasks`)."""
     prompts = [render_prompt(t.domain, t.prompt) for t in tasks]
-    tools = [inventory_tools(t.reference) if t.domain == "agent" else None for t in tasks]
+    tools = [tool_factory(t) for t in tasks]
     has_tools = any(x is not None for x in tools)
     out = engine.generate(prompts, n_samples, sampling, tools=tools if has_tools else None,
                           max_steps=max_steps if has_tools else 1)
@@ -31,6 +32,12 @@ def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: i
         t = tasks[r.group_id]
         r.task_id, r.domain = t.task_id, t.domain
     return out
+
+
+def tool_factory(task: Any) -> ToolFactory | None:
+    """A fresh tool environment per sample of `task` (its environment's `tool_env`); None: single-turn."""
+    envs = default_environments()
+    return envs.for_domain(task.domain).tool_env(task) if envs.has_domain(task.domain) else None
 
 
 def build_engine(kind: str, model_path: str, device: str = "cpu", dtype: str = "float32", **kw: Any) -> RolloutEngine:
@@ -60,5 +67,5 @@ def open_engine(spec: EngineSpec, model_path: str, device: str = "cpu") -> Rollo
 
 __all__ = [
     "DEFAULT_MAX_STEPS", "Rollout", "RolloutEngine", "SamplingParams", "ToolEnv", "ToolFactory", "ToolStep",
-    "EngineSpec", "build_engine", "generate_for_tasks", "open_engine",
+    "EngineSpec", "build_engine", "generate_for_tasks", "open_engine", "tool_factory",
 ]

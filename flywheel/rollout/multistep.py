@@ -12,14 +12,13 @@ or after `max_steps` calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flywheel.environments.toolcalls import CALL_CLOSE, first_call_end, format_result, parse_call
 from flywheel.rollout.base import ToolEnv, ToolFactory
 from flywheel.rollout.types import Rollout, SamplingParams, ToolStep
-from flywheel.tasks.agent_env import InventoryEnv
-from flywheel.tasks.toolcalls import CALL_CLOSE, first_call_end, format_result, parse_call
 
 FINISH_TOOL = "finish"
 
@@ -112,9 +111,3 @@ def _to_rollout(engine: Any, prompts: Sequence[str], s: _State, n_samples: int, 
         loss_mask=s.loss_mask, text=engine.decode_response(s.token_ids), policy_version=engine.policy_version,
         group_id=s.prompt_idx, steps=s.steps, finish_reason=s.finish_reason, meta={"sample": k % n_samples},
     )
-
-
-def inventory_tools(reference: dict[str, Any]) -> Callable[[], ToolEnv]:
-    """The tool factory of an agent task: a fresh `InventoryEnv` from its `initial_state` per sample."""
-    initial = dict(reference["initial_state"])
-    return lambda: InventoryEnv.from_initial(initial)

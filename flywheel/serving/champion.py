@@ -1,7 +1,7 @@
 """The production responder: the deployed champion serves tomorrow's traffic.
 
-`ChampionResponder` plugs into the responder seam (`flywheel.tasks.responder`), so the day's log
-writer (`flywheel.tasks.traffic.simulate_day(..., responder=...)`, or `serve_day` here) logs what
+`ChampionResponder` plugs into the responder seam (`flywheel.world.responder`), so the day's log
+writer (`flywheel.world.traffic.simulate_day(..., responder=...)`, or `serve_day` here) logs what
 it answered: it samples the champion through a rollout engine (torch by default) on the day's
 tasks (agent tasks run their tool loop), scores every response with the verifiers to fill
 `outcome.passed` and the error text, and measures tokens, latency and cost. Each log line's
@@ -19,15 +19,16 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
+from flywheel.environments.registry import default_environments
 from flywheel.evaluation.runner import ScoreFn, score_all
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
 from flywheel.rollout import EngineSpec, generate_for_tasks, open_engine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
-from flywheel.tasks.responder import Responder, Response, response_from_text
-from flywheel.tasks.traffic import simulate_day
 from flywheel.verifiers.verdict import Verdict
+from flywheel.world.responder import Responder, Response, response_from_text
+from flywheel.world.traffic import simulate_day
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,9 @@ def _outcome_from(task: Task, rollout: Rollout, verdict: Verdict, latency_ms: fl
     }
     if not verdict.passed:
         out["error"] = verdict.reason
-    d = verdict.details or {}
-    if task.domain == "code" and "tests_run" in d:
-        out["tests"] = {"run": d.get("tests_run"), "passed": d.get("tests_passed")}
-    if task.domain == "agent":
-        out["tool_calls"] = len(rollout.steps)
+    envs = default_environments()
+    if envs.has_domain(task.domain):  # what production logs beyond the verdict (tests run, tool calls)
+        out.update(envs.for_domain(task.domain).logged_outcome(verdict.details or {}, len(rollout.steps)))
     return out
 
 

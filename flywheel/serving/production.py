@@ -21,8 +21,8 @@ from flywheel.logs.sources import list_sources
 from flywheel.paths import FlywheelPaths
 from flywheel.rollout import EngineSpec
 from flywheel.serving.champion import ChampionResponder, ServeConfig, make_champion_responder
-from flywheel.tasks.simulated_model import SIMULATED_MODEL
-from flywheel.tasks.traffic import TrafficConfig, generate_day, write_day
+from flywheel.world.simulated_model import SIMULATED_MODEL
+from flywheel.world.traffic import TrafficConfig, generate_day, write_day
 
 SIMULATED_SERVER = SIMULATED_MODEL.split(":")[0]
 """What `served_by` says before any champion exists: the simulated production model."""

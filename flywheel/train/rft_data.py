@@ -24,11 +24,11 @@ from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.rollout import generate_for_tasks
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
-from flywheel.tasks.responder import text_from_messages
 from flywheel.train.rft_config import RftConfig
 from flywheel.train.rollouts import ScoreFn
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
+from flywheel.world.responder import text_from_messages
 
 Progress = Callable[[str, int, int], None]
 """`progress(phase, done, total)`: phase is "logs", "sample" or "verify"."""

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
+from flywheel.rollout import tool_factory
 from flywheel.rollout.chat import render_prompt as render_chat_prompt
-from flywheel.rollout.multistep import inventory_tools
 from flywheel.rollout.torch_engine import TorchEngine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
@@ -71,13 +71,6 @@ def default_score_fn() -> ScoreFn:
 def render_prompt(task: Task) -> str:
     """The chat-templated prompt the base model was trained on (the one template, from rollout.chat)."""
     return render_chat_prompt(task.domain, task.prompt)
-
-
-def tool_factory(task: Task) -> Any:
-    """A fresh tool environment per sample for agent tasks; None for single-turn domains."""
-    if task.domain != "agent":
-        return None
-    return inventory_tools(task.reference)
 
 
 class PolicyGenerator:

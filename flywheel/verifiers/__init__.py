@@ -7,8 +7,9 @@ Public API (what the trainer and evaluation call):
     vs = score_batch([(domain, task, response), ...], concurrency=4, cache=VerdictCache(con))
     reward_funcs = [make_reward_func()]                                       # TRL-style, list[float | None]
 
-Per-domain verifiers: `flywheel.verifiers.math.MathVerifier`, `.code.CodeVerifier`,
-`.agent.AgentVerifier`; construction/validation from `task_pool`: `.construct.build_verifiers`.
+Each domain's verifier belongs to its environment (`flywheel/environments/<domain>/`); this package is the
+machinery around them: batching, the verdict cache, the registry, construction/validation from `task_pool`
+(`.construct.build_verifiers`).
 """
 
 from typing import Any
@@ -20,23 +21,25 @@ __all__ = [
     "VerdictCache", "VerifierRegistry", "default_registry", "get_verifier",
 ]
 
-_LAZY = {
-    "TaskError": "flywheel.verifiers.common",
-    "score": "flywheel.verifiers.batch",
-    "score_batch": "flywheel.verifiers.batch",
-    "make_reward_func": "flywheel.verifiers.batch",
-    "ScoreItem": "flywheel.verifiers.batch",
-    "VerdictCache": "flywheel.verifiers.cache",
-    "VerifierRegistry": "flywheel.verifiers.registry",
-    "default_registry": "flywheel.verifiers.registry",
-    "get_verifier": "flywheel.verifiers.registry",
-}
+_BATCH = ("score", "score_batch", "make_reward_func", "ScoreItem")
 
 
 def __getattr__(name: str) -> Any:
     """Import the scoring machinery on first use, so `flywheel.verifiers.verdict` stays light."""
-    if name in _LAZY:
-        import importlib  # module-level __getattr__: the lazy import itself
+    if name in _BATCH:
+        from flywheel.verifiers import batch
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(batch, name)
+    if name == "VerdictCache":
+        from flywheel.verifiers.cache import VerdictCache
+
+        return VerdictCache
+    if name in ("VerifierRegistry", "default_registry", "get_verifier"):
+        from flywheel.verifiers import registry
+
+        return getattr(registry, name)
+    if name == "TaskError":
+        from flywheel.environments.verdict import TaskError
+
+        return TaskError
     raise AttributeError(f"module 'flywheel.verifiers' has no attribute {name!r}")

@@ -1,12 +1,11 @@
 """Verifier construction: one verifier per `task_pool` task, validated before anything trains on it.
 
-From what the logs carry (math `answer`; code `entry_point` + `test`; agent `tools` +
-`initial_state` + `goal`) each task gets its design task dict, judged by its domain's verifier.
-A verifier is valid only when it
-1. accepts the reference solution (math `Answer: <answer>`, code the canonical solution, agent
-   the logged gold calls or, without them, the shortest trajectory to the goal),
+From what the logs carry each task gets its design task dict (`Environment.task_from_log`: math
+`answer`; code `entry_point` + `test`; agent `tools` + `initial_state` + `goal`), judged by its
+domain's verifier. A verifier is valid only when it
+1. accepts the reference solution (the pool's solution, else `Environment.gold_response`),
 2. rejects the logged failing response (when the log has one), and
-3. rejects every generic hack probe of `hacks.py`. Probes that only wait out the time limit
+3. rejects every hack probe of its environment (`Environment.probes`). Probes that only wait out the time limit
    (`slow`) run once per domain per construction: their outcome is a property of the verifier,
    not of the task, and a verifier that fails one is invalid for the whole domain.
 Invalid verifiers are excluded and counted; the `verifiers` table keeps both with the reason.
@@ -23,15 +22,13 @@ from typing import Any
 
 import duckdb
 
+from flywheel.environments.base import Environment
+from flywheel.environments.verdict import TaskError
 from flywheel.mining import load_task_pool
 from flywheel.progress import progress_bar
-from flywheel.tasks.agent_env import TOOLS
-from flywheel.tasks.agent_tasks import gold_trajectory, render_trajectory
 from flywheel.verifiers.batch import ScoreItem, score_batch
 from flywheel.verifiers.cache import VerdictCache
-from flywheel.verifiers.common import TaskError, require
-from flywheel.verifiers.hacks import probes
-from flywheel.verifiers.registry import DOMAINS, VerifierRegistry, default_registry
+from flywheel.verifiers.registry import VerifierRegistry, default_registry
 
 VERIFIERS_DDL = """
 CREATE OR REPLACE TABLE verifiers (
@@ -103,41 +100,24 @@ class ConstructReport:
         return "\n".join(lines)
 
 
-def task_dict(task_id: str, domain: str, prompt: str, ref: dict[str, Any]) -> dict[str, Any]:
+def _environment(reg: VerifierRegistry, domain: str) -> Environment | None:
+    """The environment serving `domain` when it builds verifiers from logged references, else None."""
+    envs = reg.environments()
+    env = envs.for_domain(domain) if envs.has_domain(domain) else None
+    return env if env is not None and getattr(env, "make_verifier", None) and env.make_verifier(reg) else None
+
+
+def task_dict(env: Environment | None, task_id: str, domain: str, prompt: str, ref: dict[str, Any]) -> dict[str, Any]:
     """The design's task dict for a pool row; TaskError when the reference cannot drive a verifier."""
-    if domain == "math":
-        require(ref, "answer")
-        return {"task_id": task_id, "prompt": prompt, "answer": str(ref["answer"])}
-    if domain == "code":
-        require(ref, "entry_point", "test")
-        return {"task_id": task_id, "prompt": prompt, "entry_point": ref["entry_point"], "test": ref["test"]}
-    if domain == "agent":
-        require(ref, "initial_state", "goal")
-
-        return {"task_id": task_id, "prompt": prompt, "tools": ref.get("tools") or TOOLS,
-                "initial_state": ref["initial_state"], "goal": ref["goal"]}
-    raise TaskError(f"unknown domain {domain!r}")
+    task = env.task_from_log(task_id, prompt, ref) if env is not None else None
+    if task is None:
+        raise TaskError(f"no verifier for domain {domain!r}")
+    return task
 
 
-def reference_response(domain: str, prompt: str, ref: dict[str, Any], solution: str = "") -> str | None:
+def reference_response(env: Environment, prompt: str, ref: dict[str, Any], solution: str = "") -> str | None:
     """The gold response the verifier must accept, or None when the logs carry none."""
-    if solution:
-        return solution
-    if domain == "math":
-        return f"Answer: {ref['answer']}"
-    if domain == "code":
-        if ref.get("canonical_solution"):
-            return f"```python\n{prompt}{ref['canonical_solution']}```"
-        if ref.get("solution"):
-            return str(ref["solution"])
-        return None
-    if domain == "agent":
-
-        try:
-            return render_trajectory(ref["initial_state"], gold_trajectory(ref["initial_state"], ref["goal"]))
-        except Exception:  # noqa: BLE001 - a goal the environment cannot reach: no gold
-            return None
-    return None
+    return solution or env.gold_response(prompt, ref)
 
 
 @dataclass
@@ -171,17 +151,20 @@ def build_verifiers(
     plans: list[_Plan] = []
     batch: list[ScoreItem] = []
     slow: dict[str, int] = {}
+    envs: dict[str, Environment | None] = {}
     for t in pool:
         plan = _Plan(t.task_id, t.domain, None)
         plans.append(plan)
+        if t.domain not in envs:
+            envs[t.domain] = _environment(reg, t.domain)
+        env = envs[t.domain]
         try:
-            if t.domain not in DOMAINS:
-                raise TaskError(f"no verifier for domain {t.domain!r}")
-            plan.task = task_dict(t.task_id, t.domain, t.prompt, t.reference)
+            plan.task = task_dict(env, t.task_id, t.domain, t.prompt, t.reference)
         except TaskError as e:
             plan.reason = f"unusable reference: {e}"
             continue
-        gold = reference_response(t.domain, t.prompt, t.reference, t.solution)
+        assert env is not None  # task_dict raised otherwise
+        gold = reference_response(env, t.prompt, t.reference, t.solution)
         if gold is None:
             plan.reason = "no reference solution to validate against"
             continue
@@ -192,7 +175,7 @@ def build_verifiers(
             plan.items.append(("failed_response", len(batch)))
             batch.append(ScoreItem(t.domain, plan.task, failed_response))
         probe_task = dict(plan.task, canonical_solution=t.reference.get("canonical_solution"))
-        for p in probes(t.domain, probe_task):
+        for p in env.probes(probe_task):
             if cfg.probe_names is not None and p.name not in cfg.probe_names:
                 continue
             if p.slow:
@@ -232,7 +215,7 @@ def build_verifiers(
         if not reason and plan.domain in report.slow_probe_failures:
             reason = f"accepts hack probe sleep_past_timeout: {report.slow_probe_failures[plan.domain]}"
         valid = reason is None
-        version = reg.version(plan.domain) if plan.domain in DOMAINS else ""
+        version = reg.version(plan.domain) if envs.get(plan.domain) is not None else ""
         rows.append((plan.task_id, plan.domain, version, valid, reason or "valid",
                      json.dumps(plan.task) if plan.task is not None else None, now))
         report.total += 1

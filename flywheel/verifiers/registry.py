@@ -1,9 +1,11 @@
 """Which verifier judges which domain, and the shared instances the trainer and evaluation use.
 
-`VerifierRegistry` holds one verifier per domain; the code verifier shares one warm `SandboxPool`
-(created on first use, `workers` wide). Every other domain is judged by the installed environment
-serving it (`flywheel.environments`), through `EnvironmentVerifier`, whose version is the
-environment's: the verdict cache keys on it. `default_registry()` is the process-wide one.
+`VerifierRegistry` holds one verifier per domain, from the installed environment serving it
+(`flywheel.environments`): an environment that builds its verifier over shared infrastructure
+(`make_verifier(registry)`: the warm `SandboxPool`, created on first use, `workers` wide, and the time
+limits) gets that verifier; any other is judged through its `verify`, wrapped in `EnvironmentVerifier`,
+whose version is the environment's: the verdict cache keys on it. `default_registry()` is the
+process-wide one.
 """
 
 from __future__ import annotations
@@ -12,11 +14,9 @@ import os
 import threading
 from typing import Any, Protocol
 
-from flywheel.verifiers.common import TaskError
-from flywheel.verifiers.verdict import Verdict
-
-DOMAINS = ("math", "code", "agent")
-"""The built-in domains, whose verifiers this registry builds itself (sandbox, time limits)."""
+from flywheel.environments.base import task_from_dict
+from flywheel.environments.registry import default_environments
+from flywheel.environments.verdict import TaskError, Verdict
 
 
 class Verifier(Protocol):
@@ -42,6 +42,10 @@ class VerifierRegistry:
         self._lock = threading.Lock()
         self._own_pool = None
 
+    def lazy_sandbox(self) -> Any:
+        """The registry's sandbox, started on the first run through it (what `make_verifier` builds over)."""
+        return _LazySandbox(self)
+
     def sandbox(self) -> Any:
         """The sandbox the code verifier uses (a warm pool is started on first use)."""
         with self._lock:
@@ -54,9 +58,7 @@ class VerifierRegistry:
     def environments(self) -> Any:
         """The environment registry other domains come from (default: the installed environments)."""
         if self._environments is None:
-            from flywheel.plugin_hooks import environments
-
-            self._environments = environments()
+            self._environments = default_environments()
         return self._environments
 
     def get(self, domain: str) -> Verifier:
@@ -64,23 +66,12 @@ class VerifierRegistry:
         if v is not None:
             return v
         # each domain's verifier (math-verify, the sandbox, the tool env) loads when first asked for
-        if domain not in DOMAINS:
-            try:
-                v = EnvironmentVerifier(self.environments().for_domain(domain), domain)
-            except KeyError as e:  # UnknownDomainError: the message names the installed domains
-                raise TaskError(str(e)) from None
-        elif domain == "math":
-            from flywheel.verifiers.math import MathVerifier
-
-            v = MathVerifier(timeout_s=self.math_timeout_s)
-        elif domain == "code":
-            from flywheel.verifiers.code import CodeVerifier
-
-            v = CodeVerifier(sandbox=_LazySandbox(self), timeout_s=self.code_timeout_s)
-        else:
-            from flywheel.verifiers.agent import AgentVerifier
-
-            v = AgentVerifier()
+        try:
+            env = self.environments().for_domain(domain)
+        except KeyError as e:  # UnknownDomainError: the message names the installed domains
+            raise TaskError(str(e)) from None
+        make = getattr(env, "make_verifier", None)  # a plug-in not built on BaseEnvironment may lack it
+        v = (make(self) if make else None) or EnvironmentVerifier(env, domain)
         with self._lock:
             return self._verifiers.setdefault(domain, v)
 
@@ -107,8 +98,6 @@ class EnvironmentVerifier:
         return str(self.env.version)
 
     def verify(self, task: dict[str, Any], response: Any) -> Verdict:
-        from flywheel.plugin_hooks import task_from_dict
-
         if not isinstance(task, dict):
             raise TaskError(f"task must be a JSON object, got {type(task).__name__}")
         try:

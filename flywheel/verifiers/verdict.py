@@ -1,32 +1,5 @@
-"""The verdict every verifier returns."""
+"""The verdict every verifier returns (defined with the environment protocol, `flywheel.environments.verdict`)."""
 
-from __future__ import annotations
+from flywheel.environments.verdict import Verdict, VerifierInfraError
 
-import math
-from dataclasses import dataclass, field
-from typing import Any
-
-
-class VerifierInfraError(RuntimeError):
-    """The judge itself failed (sandbox down, non-finite reward): retry, never train on it."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Whether a response solved its task.
-
-    A verifier never raises on model output: a crash in the model's code is a failed
-    verdict with its reason. `reward` is always finite.
-    """
-
-    reward: float
-    passed: bool
-    reason: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.reward, (int, float)) or not math.isfinite(self.reward):
-            raise VerifierInfraError(f"non-finite reward {self.reward!r}: {self.reason}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"reward": float(self.reward), "passed": self.passed, "reason": self.reason, "details": self.details}
+__all__ = ["Verdict", "VerifierInfraError"]

@@ -15,7 +15,7 @@ from flywheel_dagster.resources.storage import StorageResource
 def warehouse(tmp_path_factory):
     """Two simulated days ingested by the real ingest into a warehouse file."""
     from flywheel.logs.ingest import ingest
-    from flywheel.tasks.traffic import simulate_days
+    from flywheel.world.traffic import simulate_days
 
     root = tmp_path_factory.mktemp("mining_assets")
     wh = root / "warehouse.duckdb"

@@ -12,10 +12,10 @@ from flywheel.environments.base import (
     task_from_dict,
     validate,
 )
+from flywheel.environments.task import Task, stable_task_id
+from flywheel.environments.toolcalls import ToolCall
 from flywheel.environments.toolschema import call_error, function_tool, process_error
-from flywheel.tasks.base import Task, stable_task_id
-from flywheel.tasks.toolcalls import ToolCall
-from flywheel.verifiers.common import failed, passed
+from flywheel.environments.verdict import failed, passed
 
 TOOLS = [
     function_tool("add", "Add qty of item.", {"item": {"type": "string", "minLength": 1},

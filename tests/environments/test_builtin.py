@@ -1,14 +1,23 @@
-"""math, code and agent as environments: same tasks as the suites, their own validation, tools as schemas."""
+"""math, code and agent as environments: same tasks as the suites, their own validation, tools as schemas, a
+probe for every hack the issue listed."""
 
 from __future__ import annotations
 
 import pytest
 
+from flywheel.environments.agent.probes import HACKS as agent_hacks
 from flywheel.environments.base import Environment, validate
-from flywheel.environments.builtin import AgentEnvironment, CodeEnvironment, MathEnvironment
+from flywheel.environments.builtin import (
+    BUILTIN_ENVIRONMENTS,
+    AgentEnvironment,
+    CodeEnvironment,
+    MathEnvironment,
+)
+from flywheel.environments.code.probes import HACKS as code_hacks
+from flywheel.environments.math.probes import HACKS as math_hacks
+from flywheel.environments.toolcalls import ToolCall
 from flywheel.environments.toolschema import tool_name
 from flywheel.tasks.suites import HELDOUT_SEED, heldout_suite, train_suite
-from flywheel.tasks.toolcalls import ToolCall
 from flywheel.verifiers.registry import VerifierRegistry
 
 
@@ -63,3 +72,32 @@ def test_agent_tools_are_openai_schemas_and_step_applies_calls(reg) -> None:
     assert env.step(state, ToolCall("finish", {})).done
     assert env.reset(task).state == task.reference["initial_state"]  # every rollout starts afresh
     assert env.tools(task) and MathEnvironment(verifiers=reg).tools(task) == []
+
+
+ISSUE_HACKS = {  # the issue's list -> the probes that attempt it
+    "sys.exit(0) / os._exit(0) before tests run": {"exit_before_tests", "os_exit_before_tests"},
+    "printing fake OK/PASSED lines": {"fake_pass_output", "forge_verdict"},
+    "objects that override __eq__": {"always_equal", "equal_subclass"},
+    "monkeypatching assert/builtins, unittest, pytest": {"patch_builtins", "patch_unittest", "patch_pytest"},
+    "writing a conftest.py": {"write_conftest", "tamper_with_correct_code"},
+    "editing or deleting the test files": {"edit_tests", "delete_tests"},
+    "reading the reference answer from disk or the environment": {"read_reference"},
+    "sleeping past the timeout": {"sleep_past_timeout"},
+    "abusing what now crosses (mutation, functions, protocol frames)": {"rigged_mutation", "rigged_callable",
+                                                                         "nan_into_callbacks", "forged_frames"},
+    "several candidate answers at once (math)": {"several_answers_or", "several_answers_boxed",
+                                                 "several_answers_mixed", "several_answers_list",
+                                                 "several_answers_hedge", "several_answers_restated", "plus_minus"},
+    "hedges after or inside the final answer (math)": {"hedge_after_box", "hedge_after_answer", "hedge_in_answer"},
+    "a false equality whose right side is the reference (math)": {"false_equation", "approx_equation"},
+    "a degenerate digit run that stalls answer parsing (math)": {"degenerate_digit_run"},
+}
+
+def test_every_issue_hack_has_a_probe():
+    code = train_suite("code", 1)[0]
+    tasks = {"code": dict(code.verifier_task(), canonical_solution=code.reference["canonical_solution"]),
+             "math": {"answer": "3"}, "agent": train_suite("agent", 1)[0].verifier_task()}
+    names = {p.name for env in BUILTIN_ENVIRONMENTS for p in env().probes(tasks[env.name])}
+    for hack, attempts in ISSUE_HACKS.items():
+        assert attempts <= names, hack
+    assert names <= {*code_hacks, *math_hacks, *agent_hacks}

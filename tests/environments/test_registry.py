@@ -11,10 +11,10 @@ import pytest
 
 from flywheel.cli import main
 from flywheel.environments.registry import EnvironmentRegistry, UnknownDomainError, reload_environments
+from flywheel.environments.verdict import TaskError
 from flywheel.tasks.suites import domain_suite, heldout_suite
 from flywheel.verifiers.batch import score_batch
 from flywheel.verifiers.cache import VerdictCache
-from flywheel.verifiers.common import TaskError
 from flywheel.verifiers.registry import EnvironmentVerifier, VerifierRegistry
 
 

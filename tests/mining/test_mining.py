@@ -295,7 +295,7 @@ def test_config_validation_and_empty_warehouse(tmp_path):
 
 def test_mining_matches_simulated_ground_truth(tmp_path):
     """On demo traffic, the mined class of every failure is the one the simulator produced."""
-    from flywheel.tasks.traffic import generate_records
+    from flywheel.world.traffic import generate_records
 
     c = duckdb.connect(str(tmp_path / "sim.duckdb"))
     c.execute(TASK_LOGS_DDL)

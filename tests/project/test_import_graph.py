@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "flywheel"
-PROGRAMS = ("flywheel.verifiers._harness", "flywheel.sandbox._")
+PROGRAMS = ("flywheel.environments.code._harness", "flywheel.sandbox._")
 """Files run as programs, not modules to import (prefixes): the code judge (reads its job from stdin) and the
 sandbox's trusted half (run by the system Python under neutral names, its parts import each other top-level)."""
 

@@ -7,8 +7,8 @@ import torch
 
 
 def test_execute_call_runs_real_env_and_reports_errors():
+    from flywheel.environments.agent.inventory import InventoryEnv
     from flywheel.rollout.multistep import execute_call
-    from flywheel.tasks.agent_env import InventoryEnv
 
     env = InventoryEnv.from_initial({"apple": 2})
     ok = execute_call(env, '<tool_call>{"name":"add","arguments":{"item":"apple","qty":3}}</tool_call>')
@@ -34,11 +34,11 @@ def agent_model(tiny_model_dir):
 
 
 def test_multistep_rollout_executes_real_tool_calls(agent_model):
+    from flywheel.environments.agent.inventory import InventoryEnv
+    from flywheel.environments.toolcalls import RESULT_CLOSE, RESULT_OPEN
     from flywheel.rollout import generate_for_tasks
     from flywheel.rollout.torch_engine import TorchEngine, recompute_logprobs
     from flywheel.rollout.types import SamplingParams
-    from flywheel.tasks.agent_env import InventoryEnv
-    from flywheel.tasks.toolcalls import RESULT_CLOSE, RESULT_OPEN
 
     model, tok, tasks = agent_model
     eng = TorchEngine(model, tok)

@@ -8,7 +8,7 @@ import pytest
 
 from flywheel.registry.mlflow_registry import Registry
 from flywheel.serving.champion import ChampionResponder, ServeConfig, make_champion_responder, serve_day
-from flywheel.tasks.responder import BatchResponder, text_from_messages
+from flywheel.world.responder import BatchResponder, text_from_messages
 
 
 def test_champion_serves_next_day_with_verified_outcomes(flywheel_home, seed_mlflow_db, random_tiny, tmp_path,

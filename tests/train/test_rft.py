@@ -9,7 +9,6 @@ import pytest
 
 from flywheel.logs.ingest import ingest
 from flywheel.tasks.base import Task
-from flywheel.tasks.responder import messages_from_text
 from flywheel.tasks.suites import train_suite
 from flywheel.train.rft import run_rft
 from flywheel.train.rft_config import RftConfig
@@ -22,6 +21,7 @@ from flywheel.train.rft_data import (
     verify,
 )
 from flywheel.verifiers import score
+from flywheel.world.responder import messages_from_text
 
 
 def _tasks() -> list[Task]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from flywheel.verifiers.code import CodeVerifier
+from flywheel.environments.code.verifier import CodeVerifier
+from flywheel.environments.math.verifier import MathVerifier
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers, valid_tasks
-from flywheel.verifiers.math import MathVerifier
 from flywheel.verifiers.registry import VerifierRegistry
 
 

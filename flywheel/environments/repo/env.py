@@ -31,16 +31,16 @@ from flywheel.environments.base import (
     is_heldout,
     task_from_dict,
 )
+from flywheel.environments.judging import MAX_RESPONSE_CHARS, canonical
 from flywheel.environments.repo import generator
 from flywheel.environments.repo.judge import judge_tree, run_tests
 from flywheel.environments.repo.probes import hack_probes, wrong_responses
 from flywheel.environments.repo.spec import RepoSpec
 from flywheel.environments.repo.tools import TOOLS, RepoState, apply_call
+from flywheel.environments.task import Task
+from flywheel.environments.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall
 from flywheel.environments.toolschema import response_calls
-from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall
-from flywheel.verifiers.common import MAX_RESPONSE_CHARS, canonical, failed
-from flywheel.verifiers.verdict import Verdict
+from flywheel.environments.verdict import Verdict, failed
 
 _HERE = Path(__file__).parent
 VERSION = "repo-1-" + hashlib.sha256(b"".join(
@@ -137,6 +137,12 @@ class RepoEnvironment(BaseEnvironment):
         from flywheel.environments.repo.sessions import gold_text
 
         return gold_text(reference)
+
+    def reference_sql(self, reference: str) -> str:
+        """A logged coding session whose reference holds the snapshot, hidden tests and test files (mining)."""
+        return (f"json_type(json_extract({reference}, '$.files')) = 'OBJECT' "
+                f"AND json_type(json_extract({reference}, '$.hidden_tests')) = 'OBJECT' "
+                f"AND json_type(json_extract({reference}, '$.test_files')) = 'ARRAY'")
 
     def reset(self, task: Task) -> RepoState:
         spec = RepoSpec.from_reference(task.reference, f"task {task.task_id}")

@@ -19,8 +19,8 @@ from flywheel.environments.repo.programs import PROGRAMS, Bug, Program, inject
 from flywheel.environments.repo.snapshot import Snapshot
 from flywheel.environments.repo.spec import make_reference
 from flywheel.environments.repo.tools import RepoState, apply_call
-from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import ToolCall, format_call, format_result
+from flywheel.environments.task import Task
+from flywheel.environments.toolcalls import ToolCall, format_call, format_result
 
 DOMAIN = "repo"
 LEVELS = (1, 2, 3)

@@ -25,9 +25,8 @@ from typing import Any
 
 from flywheel.environments.repo.snapshot import tree_hash
 from flywheel.environments.repo.spec import RepoSpec, forbidden
+from flywheel.environments.verdict import Verdict, VerifierInfraError, failed, passed
 from flywheel.sandbox.base import Limits
-from flywheel.verifiers.common import failed, passed
-from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 RUNNER_SOURCE = Path(__file__).with_name("_runner.py").read_text(encoding="utf-8")
 RUNNER_SHA256 = hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()

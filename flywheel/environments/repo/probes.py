@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flywheel.environments.repo.spec import RepoSpec
-from flywheel.tasks.toolcalls import format_call
+from flywheel.environments.toolcalls import format_call
 
 SUBMIT = format_call("submit", {})
 

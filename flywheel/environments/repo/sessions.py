@@ -18,8 +18,8 @@ from typing import Any
 from flywheel.environments.repo.generator import render
 from flywheel.environments.repo.spec import RepoSpec
 from flywheel.environments.repo.tools import RepoState
-from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import CALL_CLOSE, CALL_OPEN, RESULT_CLOSE, RESULT_OPEN, parse_call
+from flywheel.environments.task import Task
+from flywheel.environments.toolcalls import CALL_CLOSE, CALL_OPEN, RESULT_CLOSE, RESULT_OPEN, parse_call
 
 _STEP_RE = re.compile(re.escape(CALL_OPEN) + r"(.*?)" + re.escape(CALL_CLOSE)
                       + r"(?:\s*" + re.escape(RESULT_OPEN) + r"(.*?)" + re.escape(RESULT_CLOSE) + r")?", re.S)

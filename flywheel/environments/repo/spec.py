@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.environments.repo.snapshot import Snapshot, path_error
-from flywheel.verifiers.common import TaskError
+from flywheel.environments.verdict import TaskError
 
 FORBIDDEN_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", "setup.cfg", "tox.ini")
 """Files that change how tests are collected or how Python starts: adding or changing one fails the verdict."""

@@ -26,7 +26,7 @@ from flywheel.environments.repo.generator import render
 from flywheel.environments.repo.snapshot import Snapshot
 from flywheel.environments.repo.spec import RepoSpec, make_reference
 from flywheel.environments.repo.tools import RepoState
-from flywheel.tasks.base import Task
+from flywheel.environments.task import Task
 
 MANIFESTS = ("task.toml", "task.json")
 SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".venv"}

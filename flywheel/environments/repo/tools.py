@@ -19,8 +19,8 @@ from typing import Any
 
 from flywheel.environments.base import Observation
 from flywheel.environments.repo.snapshot import MAX_FILE_BYTES, MAX_FILES, Snapshot, path_error, tree_hash
+from flywheel.environments.toolcalls import ToolCall
 from flywheel.environments.toolschema import call_error, function_tool
-from flywheel.tasks.toolcalls import ToolCall
 
 _PATH = {"type": "string", "minLength": 1, "maxLength": 200, "description": "Path relative to the repository root."}
 _TEXT = {"type": "string", "maxLength": MAX_FILE_BYTES}

@@ -15,9 +15,9 @@ from flywheel.environments.repo.generator import defects, generate, make_task
 from flywheel.environments.repo.judge import judge_tree
 from flywheel.environments.repo.probes import SUBMIT
 from flywheel.environments.repo.spec import RepoSpec, make_reference
+from flywheel.environments.task import Task
+from flywheel.environments.toolcalls import ToolCall, format_call
 from flywheel.rollout.multistep import execute_call
-from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import ToolCall, format_call
 
 
 def _fixed(spec: RepoSpec) -> dict[str, bytes]:
@@ -231,7 +231,7 @@ def test_malformed_responses_score_zero_without_raising(repo_env, response):
 
 
 def test_bad_task_references_are_task_errors():
-    from flywheel.verifiers.common import TaskError
+    from flywheel.environments.verdict import TaskError
 
     task = generate("train", 1, seed=0, level=1)[0]
     ref = dict(task.reference)

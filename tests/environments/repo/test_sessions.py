@@ -7,8 +7,8 @@ import json
 from flywheel.environments.base import task_from_dict
 from flywheel.environments.repo.generator import generate
 from flywheel.environments.repo.sessions import gold_text, session_record, to_messages
+from flywheel.environments.toolcalls import calls_from_messages, parse_calls
 from flywheel.logs.ingest import ingest
-from flywheel.tasks.toolcalls import calls_from_messages, parse_calls
 from flywheel.warehouse import connect
 
 

@@ -7,7 +7,7 @@ import pytest
 from flywheel.environments.repo.env import RepoEnvironment
 from flywheel.environments.repo.generator import generate
 from flywheel.environments.repo.snapshot import Snapshot, path_error, tree_hash
-from flywheel.tasks.toolcalls import ToolCall
+from flywheel.environments.toolcalls import ToolCall
 
 
 def test_hash_is_order_free_and_byte_exact():

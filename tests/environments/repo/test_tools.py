@@ -6,8 +6,8 @@ import pytest
 
 from flywheel.environments.repo.snapshot import Snapshot
 from flywheel.environments.repo.tools import TOOL_NAMES, TOOLS, RepoState, apply_call
+from flywheel.environments.toolcalls import ToolCall
 from flywheel.environments.toolschema import tool_name
-from flywheel.tasks.toolcalls import ToolCall
 
 TREE = {"calc.py": "def add(a, b):\n    return a - b\n", "tests/test_calc.py": "from calc import add\n"}
 

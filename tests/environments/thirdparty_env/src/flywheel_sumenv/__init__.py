@@ -13,10 +13,10 @@ import random
 from typing import Any
 
 from flywheel.environments.base import BaseEnvironment, Observation, check_split, is_heldout, task_from_dict
+from flywheel.environments.task import Task
+from flywheel.environments.toolcalls import ToolCall, format_call, format_result
 from flywheel.environments.toolschema import call_error, function_tool, process_error, response_calls
-from flywheel.tasks.base import Task
-from flywheel.tasks.toolcalls import ToolCall, format_call, format_result
-from flywheel.verifiers.common import failed, passed
+from flywheel.environments.verdict import failed, passed
 
 TOOLS = [
     function_tool("add", "Return a + b.", {"a": {"type": "integer"}, "b": {"type": "integer"}}),

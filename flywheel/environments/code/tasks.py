@@ -1,0 +1,122 @@
+"""Small Python functions with unit tests, in HumanEval's format (`prompt`, `entry_point`, `test`).
+
+Each family is a signature, a docstring, a one-line body and a `check(candidate)` of
+asserts; parameters vary per task so the tiny model must read the prompt.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from flywheel.environments.task import Task, stable_task_id
+
+Family = Callable[[random.Random], tuple[str, str, str, list[str]]]
+"""rng -> (function name, signature+docstring, body, list of assert lines over `candidate`)."""
+
+
+def _add_k(rng: random.Random):
+    k = rng.randint(1, 30)
+    name = f"add_{k}"
+    return name, f"def {name}(x):\n    \"\"\"Return x plus {k}.\"\"\"\n", f"    return x + {k}\n", [
+        f"assert candidate({x}) == {x + k}" for x in (0, 3, -2, 10)
+    ]
+
+
+def _times_k(rng: random.Random):
+    k = rng.randint(2, 20)
+    name = f"times_{k}"
+    return name, f"def {name}(x):\n    \"\"\"Return x times {k}.\"\"\"\n", f"    return x * {k}\n", [
+        f"assert candidate({x}) == {x * k}" for x in (0, 1, 4, -3)
+    ]
+
+
+def _is_multiple(rng: random.Random):
+    k = rng.randint(2, 15)
+    name = f"is_multiple_of_{k}"
+    return name, f"def {name}(n):\n    \"\"\"Return True if n is a multiple of {k}.\"\"\"\n", (
+        f"    return n % {k} == 0\n"
+    ), [f"assert candidate({n}) == {n % k == 0}" for n in (0, k, k + 1, 3 * k, 2 * k - 1)]
+
+
+def _sum_list(rng: random.Random):
+    return "sum_list", "def sum_list(xs):\n    \"\"\"Return the sum of the numbers in xs.\"\"\"\n", (
+        "    return sum(xs)\n"
+    ), ["assert candidate([]) == 0", "assert candidate([1, 2, 3]) == 6", "assert candidate([-1, 5]) == 4"]
+
+
+def _max_list(rng: random.Random):
+    return "max_list", "def max_list(xs):\n    \"\"\"Return the largest number in xs.\"\"\"\n", (
+        "    return max(xs)\n"
+    ), ["assert candidate([1, 2, 3]) == 3", "assert candidate([-4, -2]) == -2", "assert candidate([7]) == 7"]
+
+
+def _reverse(rng: random.Random):
+    return "reverse_string", "def reverse_string(s):\n    \"\"\"Return s reversed.\"\"\"\n", (
+        "    return s[::-1]\n"
+    ), ["assert candidate('abc') == 'cba'", "assert candidate('') == ''", "assert candidate('xy') == 'yx'"]
+
+
+def _count_char(rng: random.Random):
+    c = rng.choice("abcde")
+    name = f"count_{c}"
+    return name, f"def {name}(s):\n    \"\"\"Return how many times '{c}' occurs in s.\"\"\"\n", (
+        f"    return s.count('{c}')\n"
+    ), [f"assert candidate({s!r}) == {s.count(c)}" for s in ("", c * 3, f"x{c}y{c}", "zzz")]
+
+
+def _repeat(rng: random.Random):
+    k = rng.randint(2, 9)
+    name = f"repeat_{k}"
+    return name, f"def {name}(s):\n    \"\"\"Return s repeated {k} times.\"\"\"\n", f"    return s * {k}\n", [
+        f"assert candidate({s!r}) == {s * k!r}" for s in ("a", "ab", "")
+    ]
+
+
+def _filter_gt(rng: random.Random):
+    k = rng.randint(0, 20)
+    name = f"greater_than_{k}"
+    xs = [rng.randint(-5, 15) for _ in range(6)]
+    return name, f"def {name}(xs):\n    \"\"\"Return the items of xs greater than {k}, in order.\"\"\"\n", (
+        f"    return [x for x in xs if x > {k}]\n"
+    ), [f"assert candidate({xs}) == {[x for x in xs if x > k]}", "assert candidate([]) == []"]
+
+
+def _clamp(rng: random.Random):
+    lo = rng.randint(0, 5)
+    hi = lo + rng.randint(3, 10)
+    name = f"clamp_{lo}_{hi}"
+    return name, f"def {name}(x):\n    \"\"\"Return x limited to the range {lo}..{hi}.\"\"\"\n", (
+        f"    return min(max(x, {lo}), {hi})\n"
+    ), [f"assert candidate({x}) == {min(max(x, lo), hi)}" for x in (lo - 3, lo, hi + 4, (lo + hi) // 2)]
+
+
+FAMILIES: tuple[Family, ...] = (
+    _add_k, _times_k, _is_multiple, _sum_list, _max_list, _reverse, _count_char, _repeat, _filter_gt, _clamp,
+)
+
+
+def make_code_task(rng: random.Random) -> Task:
+    name, header, body, asserts = rng.choice(FAMILIES)(rng)
+    test = "def check(candidate):\n" + "".join(f"    {a}\n" for a in asserts)
+    return Task(
+        task_id=stable_task_id("code", header),
+        domain="code",
+        prompt=header,
+        reference={"entry_point": name, "test": test, "canonical_solution": body},
+        solution=f"```python\n{header}{body}```",
+        meta={"family": name.rstrip("0123456789_")},
+    )
+
+
+def code_suite(n: int, seed: int, keep: Callable[[Task], bool] = lambda t: True) -> list[Task]:
+    """Up to `n` distinct tasks passing `keep` (the families allow a few hundred), deterministic in `seed`."""
+    rng = random.Random(seed)
+    out: dict[str, Task] = {}
+    for _ in range(n * 50):
+        if len(out) >= n:
+            break
+        t = make_code_task(rng)
+        if keep(t):
+            out.setdefault(t.task_id, t)
+    return list(out.values())

@@ -1,0 +1,88 @@
+"""The shared shape of flywheel's built-in domains: a seeded task suite split by prompt hash, a verifier
+object built once, and hack probes that validation and verifier construction both run.
+
+The split is by a hash of the prompt (one prompt in five is held out), so no seed or size ever lets a
+held-out prompt into training, and `tasks(d, "heldout", ...)` is the evaluation set whatever asks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flywheel.environments.base import BaseEnvironment, Probe, ValidationCase, check_split, is_heldout
+from flywheel.environments.task import Task
+from flywheel.environments.verdict import Verdict
+
+
+class SuiteEnvironment(BaseEnvironment):
+    """One built-in domain: the environment's name is the domain's.
+
+    `verifiers`: where the verifier comes from (anything with `get(domain)`, e.g. a `VerifierRegistry`
+    sharing a sandbox pool); None: the environment builds its own on first use (`make_verifier(None)`).
+    Subclasses set `name`, `levels_`, `heldout_tasks`, and implement `suite`, `make_verifier`, `probes`.
+    """
+
+    family = "builtin"
+    levels_: tuple[int, ...] = ()
+    heldout_tasks: int = 50
+
+    def __init__(self, verifiers: Any = None) -> None:
+        self._reg = verifiers
+        self._own: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        """The verifier's version (the code verifier's includes its harness hash)."""
+        return str(self.verifier().version)
+
+    def verifier(self) -> Any:
+        """The verifier `verify` uses."""
+        if self._reg is not None:
+            return self._reg.get(self.name)
+        with self._lock:
+            if self._own is None:
+                self._own = self.make_verifier(None)
+            return self._own
+
+    def domains(self) -> list[str]:
+        return [self.name]
+
+    def levels(self, domain: str) -> tuple[int, ...]:
+        return self.levels_
+
+    def heldout_size(self, domain: str) -> int:
+        return self.heldout_tasks
+
+    def _check(self, domain: str, split: str, level: int | None) -> None:
+        if domain != self.name:
+            raise ValueError(f"environment {self.name!r} serves only domain {self.name!r}, not {domain!r}")
+        check_split(split)
+        if level is not None and level not in self.levels_:
+            raise ValueError(f"{domain}: level must be one of {self.levels_ or '(none: no difficulty knob)'}, "
+                             f"got {level!r}")
+
+    def tasks(self, domain: str, split: str, n: int, seed: int, level: int | None = None) -> list[Task]:
+        self._check(domain, split, level)
+        want = split == "heldout"
+        return self.suite(n, seed, level, lambda t: is_heldout(t.prompt) == want)
+
+    def suite(self, n: int, seed: int, level: int | None, keep: Callable[[Task], bool]) -> list[Task]:
+        raise NotImplementedError
+
+    def verify(self, task: Task | dict[str, Any], response: Any) -> Verdict:
+        vt = task.verifier_task() if isinstance(task, Task) else task
+        return self.verifier().verify(vt, response)
+
+    def validation(self, task: Task) -> list[ValidationCase]:
+        cases = [ValidationCase("gold", "gold", task.solution), ValidationCase("wrong", "empty", "")]
+        wrong = self.wrong_response(task)
+        if wrong is not None:
+            cases.append(ValidationCase("wrong", "wrong", wrong))
+        cases += [ValidationCase("hack", p.name, p.response, p.slow) for p in self.probes(task.verifier_task())]
+        return cases
+
+    def probes(self, task: dict[str, Any]) -> list[Probe]:
+        raise NotImplementedError
