@@ -17,7 +17,7 @@ from typing import Any
 
 from flywheel.config_fields import option
 from flywheel.tasks.base import Task
-from flywheel.tasks.suites import DOMAINS, heldout_suite
+from flywheel.tasks.suites import DOMAINS, HELDOUT_SIZE, heldout_suite
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,9 @@ class EvalConfig:
                                      "log partitions the candidate was trained on; `flywheel evaluate`: the "
                                      "checkpoints): fresh for new inputs, shared by both models, equal for "
                                      "equal inputs; off: use `seed`")
-    tasks_per_domain: Mapping[str, int] = option({"math": 200, "code": 60, "agent": 60},
-                                                 "held-out tasks per domain (0 or absent: domain not evaluated)")
+    tasks_per_domain: Mapping[str, int] = option(dict(HELDOUT_SIZE),
+                                                 "held-out tasks per domain (0 or absent: domain not evaluated); "
+                                                 "default: each built-in environment's heldout_size")
     domain_tasks: Mapping[str, int] = option({}, "held-out tasks per domain of the installed environments, merged "
                                                  "into tasks_per_domain: a domain, a glob (rg.*) or family:NAME, "
                                                  "e.g. {\"rg.*\": 20} (each matched domain gets 20)")

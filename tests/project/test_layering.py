@@ -79,7 +79,6 @@ DOMAIN_LITERALS_LEFT = {
     "flywheel/sandbox/_isolate_ns.py": "`code`: the program text of an execution request",
     "flywheel/sandbox/local.py": "`code`: the program text of an execution request",
     # domains, still written out where their owners have not moved them behind the protocol yet
-    "flywheel/evaluation/suites.py": "default config: held-out tasks per domain a turn evaluates",
     "flywheel/train/config.py": "default config: a turn's domain weights (and their validation)",
     "flywheel/train/rft_config.py": "default config: a turn's RFT tasks per domain (and their validation)",
     "flywheel/models/build.py": "the tiny base model's recipe is trained on the built-in domains",
