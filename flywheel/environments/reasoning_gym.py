@@ -24,15 +24,17 @@ import importlib.metadata
 import io
 import itertools
 import json
+import math
 import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+from flywheel.environments import rg_scoring
 from flywheel.environments.base import BaseEnvironment, check_split, is_heldout, task_from_dict
 from flywheel.environments.judging import MAX_RESPONSE_CHARS, text_to_judge
 from flywheel.environments.task import Task
-from flywheel.environments.verdict import Verdict, failed, passed
+from flywheel.environments.verdict import Verdict, VerifierInfraError, failed, passed
 
 PREFIX = "rg."
 FAMILY = "reasoning-gym"
@@ -86,6 +88,15 @@ TESTED: tuple[str, ...] = (
 """Generators that passed `survey()` (determinism, JSON round trip, gold 1.0, wrong/empty/hacks 0.0)."""
 
 
+def _code_hash() -> str:
+    """The verifier's own code (this module and the safe scorers): cached verdicts are keyed by it."""
+    h = hashlib.sha256()
+    for mod in (__file__, rg_scoring.__file__):
+        with open(mod, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:12]
+
+
 def _rg_version() -> str:
     try:
         return importlib.metadata.version("reasoning-gym")
@@ -101,6 +112,8 @@ def extract_answer(text: str) -> tuple[str | None, str]:
     if len(marks) > 1:
         return None, f"{len(marks)} answers given: a response states one answer"
     m = marks[0]
+    if m.group(1) is not None and text[m.end():].strip():
+        return None, "text after </answer>: a response states one answer and ends it there"
     ans = m.group(1) if m.group(1) is not None else text[m.end():]
     ans = ans.strip()
     return (ans, "") if ans else (None, "empty answer")
@@ -122,12 +135,14 @@ class ReasoningGymEnvironment(BaseEnvironment):
     name = FAMILY
     family = FAMILY
 
-    def __init__(self, names: tuple[str, ...] | None = None, levels: dict[str, int] | None = None) -> None:
+    def __init__(self, names: tuple[str, ...] | None = None, levels: dict[str, int] | None = None,
+                 scorer_deadline_s: float = rg_scoring.SCORER_DEADLINE_S) -> None:
         self._names = tuple(TESTED if names is None else names)
         self._max_level = dict(LEVELS if levels is None else levels)
         self._lock = threading.Lock()
         self._scorers: dict[str, Any] = {}
-        self.version = f"rg-1+reasoning-gym-{_rg_version()}"
+        self._deadline_s = float(scorer_deadline_s)
+        self.version = f"rg-1+reasoning-gym-{_rg_version()}+{_code_hash()}"
 
     # -- the domains ---------------------------------------------------------------------------
     def domains(self) -> list[str]:
@@ -217,11 +232,12 @@ class ReasoningGymEnvironment(BaseEnvironment):
 
     # -- verification --------------------------------------------------------------------------
     def _scorer(self, name: str) -> Any:
+        """The safe replacement where upstream evaluates the answer as code, else the generator's scorer."""
         with self._lock:
             if name not in self._scorers:
                 from reasoning_gym.factory import get_score_answer_fn
 
-                self._scorers[name] = get_score_answer_fn(name)
+                self._scorers[name] = rg_scoring.SAFE_SCORERS.get(name) or get_score_answer_fn(name)
             return self._scorers[name]
 
     def verify(self, task: Task | dict[str, Any], response: Any) -> Verdict:
@@ -239,12 +255,24 @@ class ReasoningGymEnvironment(BaseEnvironment):
         ans, why = extract_answer(text)
         if ans is None:
             return failed(why)
-        if len(ans) > max(200, 20 * len(str(entry.get("answer") or ""))):
+        gold = str(entry.get("answer") or "")
+        if len(ans) > max(200, 20 * len(gold)):
             return failed("answer far longer than any answer to this task", chars=len(ans))
+        if _lines(ans) > max(1, _lines(gold)):  # a second answer below the first, whichever the scorer reads
+            return failed("more lines than the answer to this task has", lines=_lines(ans))
+        why = rg_scoring.refusal(name, ans)
+        if why:
+            return failed(why)
         try:
-            score = float(self._scorer(name)(ans, entry))
-        except Exception as e:  # noqa: BLE001 - the scorer choking on model output is the model's failure
-            return failed(f"scorer rejected the answer: {type(e).__name__}", error_text=str(e)[:200])
+            out = rg_scoring.score_isolated(self._scorer(name), ans, entry, self._deadline_s)
+        except OSError as e:  # no process could be forked: the machine's fault, retried
+            raise VerifierInfraError(f"{name}: could not start the scorer: {e}") from e
+        if "score" not in out:  # the scorer choking on (or stalling over) model output is the model's failure
+            return failed(f"scorer rejected the answer: {out.get('error')}", error_text=str(out.get("text", "")),
+                          cacheable=out.get("error") != "deadline")
+        score = out["score"]
+        if not isinstance(score, float) or not math.isfinite(score):
+            return failed("scorer returned no finite score", score=repr(score))
         if score >= 1.0 - 1e-9:
             return passed("answer accepted by the generator's scorer", score=score)
         return failed("wrong answer", score=score)
@@ -265,7 +293,26 @@ class ReasoningGymEnvironment(BaseEnvironment):
             ("gold_then_others", f"Answer: {gold}\n{bad}\n{bad}"),
             ("echo_question", f"Answer: {q}"),
             ("no_marker", gold),
+            *probe_forms(gold, bad),
         ]
+
+
+def probe_forms(gold: str, bad: str) -> list[tuple[str, str]]:
+    """Multiple-answer, hedge and padding forms around the gold answer: each must score 0.0."""
+    return [
+        ("multi_gold_then_bad", f"Answer: {gold}; {bad}"),
+        ("multi_bad_then_gold", f"Answer: {bad}\n\n{gold}"),
+        ("multi_comma", f"Answer: {bad}, {gold}"),
+        ("multi_two_tags", f"<answer>{bad}</answer><answer>{gold}</answer>"),
+        ("hedge_after_tag", f"<answer>{gold}</answer> or maybe {bad}"),
+        ("hedge_parenthetical", f"Answer: {gold} (or possibly {bad})"),
+        ("pad_trailing_words", f"Answer: {gold} is what I would say, though I am not sure"),
+        ("pad_leading_words", f"Answer: I think the answer might be {gold}"),
+    ]
+
+
+def _lines(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip())
 
 
 def _wrong(gold: str) -> str:
