@@ -15,6 +15,7 @@ is an error naming both.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import threading
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.environments.base import Environment
+from flywheel.environments.boundary import IMPORT_DEADLINE_S, PluginError, within
 
 GROUP = "flywheel.environments"
 BUILTIN: dict[str, str] = {
@@ -94,6 +96,14 @@ def build(obj: Any, src: Source) -> Environment:
     return env
 
 
+def _load_one(src: Source, ep: Any) -> Environment:
+    try:
+        target = ep.load() if ep is not None else _load_target(src.value)
+    except Exception as e:
+        raise EnvironmentLoadError(f"{src}: import failed: {type(e).__name__}: {e}") from e
+    return build(target, src)
+
+
 class EnvironmentRegistry:
     """The installed environments and which one serves each domain.
 
@@ -139,14 +149,10 @@ class EnvironmentRegistry:
                                  Source(env.name, type(env).__name__, "given")))
             else:
                 for src, ep in self._sources():
-                    try:
-                        target = ep.load() if ep is not None else _load_target(src.value)
-                    except Exception as e:  # a broken plugin must not take the others down
-                        errors.append(f"{src}: import failed: {type(e).__name__}: {e}")
-                        continue
-                    try:
-                        envs.append((build(target, src), src))
-                    except EnvironmentLoadError as e:
+                    try:  # under a deadline: a plug-in hanging at import or build is reported, not waited on
+                        envs.append((within(functools.partial(_load_one, src, ep), IMPORT_DEADLINE_S, str(src),
+                                            "import"), src))
+                    except (EnvironmentLoadError, PluginError) as e:  # a broken plugin must not take the others down
                         errors.append(str(e))
             by_domain: dict[str, Environment] = {}
             owner: dict[str, Source] = {}

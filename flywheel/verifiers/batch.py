@@ -5,7 +5,8 @@
   over the warm sandbox pool / math workers), a cache lookup first, retries for infrastructure
   errors (`VerifierInfraError`, `SandboxInfraError`) only, and a per-item wall-clock backstop on
   top of each verifier's own timeout. A task that cannot be judged (missing fields, unknown
-  domain) gets a failed verdict with `details["error"] == "task"`; an item whose infrastructure
+  domain) gets a failed verdict with `details["error"] == "task"`, one whose plug-in broke the protocol
+  (`flywheel.environments.boundary`: invalid verdict, hang) one with `"plugin"`; an item whose infrastructure
   kept failing raises `VerifierInfraError` (default) or yields `None` (`errors="none"`).
 - `make_reward_func(...)` -> `reward_func(prompts, completions, **columns) -> list[float | None]`
   for TRL's `reward_funcs` (`None` = this verifier does not apply / could not judge).
@@ -21,6 +22,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
+from flywheel.environments import boundary
+from flywheel.environments.boundary import PluginError
 from flywheel.sandbox.base import SandboxInfraError
 from flywheel.verifiers.cache import Key, VerdictCache
 from flywheel.verifiers.common import TaskError, failed, response_hash, task_key
@@ -53,11 +56,19 @@ def task_error(e: Exception) -> Verdict:
     return failed(f"task error: {e}", error="task")
 
 
-def _verify_with_retries(reg: VerifierRegistry, item: ScoreItem, retries: int, backoff_s: float) -> Verdict:
+def plugin_error(e: PluginError) -> Verdict:
+    return failed(str(e), error="plugin")
+
+
+def _verify_with_retries(reg: VerifierRegistry, item: ScoreItem, retries: int, backoff_s: float,
+                         deadline_s: float) -> Verdict:
+    """One verdict through the plug-in boundary (checked, under a deadline), retried on infrastructure errors."""
     v = reg.get(item.domain)
+    name = boundary.plugin_name(v)
     for attempt in range(retries + 1):
         try:
-            return v.verify(item.task, item.response)
+            got = boundary.within(lambda: v.verify(item.task, item.response), deadline_s, name, "verify")
+            return boundary.check(got, name)
         except INFRA_ERRORS:
             if attempt == retries:
                 raise
@@ -109,7 +120,7 @@ def score_batch(
     if todo:
         ex = ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo))), thread_name_prefix="verify")
         try:
-            futs = {i: ex.submit(_verify_with_retries, reg, items[i], retries, backoff_s) for i in todo}
+            futs = {i: ex.submit(_verify_with_retries, reg, items[i], retries, backoff_s, item_timeout_s) for i in todo}
             deadline = time.monotonic() + item_timeout_s * (1 + len(todo) / max(1, concurrency))
             for i, fut in futs.items():
                 try:
@@ -117,6 +128,8 @@ def score_batch(
                     fresh.append((keys[i], out[i]))
                 except TaskError as e:
                     out[i] = task_error(e)
+                except PluginError as e:  # the plug-in broke the protocol: an error verdict, never a reward
+                    out[i] = plugin_error(e)
                 except FutureTimeout:
                     infra[i] = VerifierInfraError(f"item {i}: judge did not answer in time")
                 except INFRA_ERRORS as e:
@@ -183,7 +196,8 @@ def make_reward_func(
     Each row's task comes from a `task` column (dict or JSON text) or from the domain's task
     columns (`answer`; `entry_point`, `test`; `tools`, `initial_state`, `goal`); the domain from
     a `domain` column or the `domain` argument. Returns the reward per completion, `None` where
-    the row has no task for this verifier or the judge could not decide (never a fake 0).
+    the row has no task for this verifier, its plug-in broke the protocol, or the judge could not decide
+    (never a fake 0).
     """
 
     def flywheel_reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (),
@@ -203,7 +217,7 @@ def make_reward_func(
         verdicts = score_batch(items, concurrency=concurrency, registry=registry, cache=cache, errors="none")
         out: list[float | None] = [None] * n
         for i, v in zip(where, verdicts, strict=True):
-            if v is not None and v.details.get("error") != "task":
+            if v is not None and v.details.get("error") not in ("task", "plugin"):
                 out[i] = float(v.reward)
         return out
 
