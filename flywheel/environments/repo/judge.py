@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flywheel.environments.repo.snapshot import tree_hash
+from flywheel.environments.repo.snapshot import collision, tree_hash
 from flywheel.environments.repo.spec import RepoSpec, forbidden
 from flywheel.environments.verdict import Verdict, VerifierInfraError, failed, passed
 from flywheel.sandbox.base import Limits
@@ -147,8 +147,11 @@ def run_tests(sandbox: Any, tree: Mapping[str, bytes], tests: list[tuple[str, st
         raise VerifierInfraError(f"repo test runner wrote no result (exit {res.exit_code}): {res.stderr[-500:]!r}")
     try:
         out = json.loads(lines[0])
-    except json.JSONDecodeError as e:
-        raise VerifierInfraError(f"repo test runner result is not JSON: {e}") from e
+    except json.JSONDecodeError as e:  # the runner had started the repository's code: a cut report is its doing
+        return TestRun(void, f"the test report was cut or malformed ({e.msg}; output truncated: {res.truncated})",
+                       res.duration_s)
+    if not isinstance(out, dict):
+        return TestRun(void, "the test report is not an object", res.duration_s)
     if out.get("status") == "harness_error":
         raise VerifierInfraError(f"repo test runner failed: {out.get('reason')}")
     if out.get("status") != "ok":
@@ -178,6 +181,8 @@ def tree_problems(spec: RepoSpec, final: Mapping[str, bytes]) -> list[str]:
     for p, _ in spec.hidden_tests:
         if p in final:
             out.append(f"{p} collides with a hidden test file")
+    judged = {**final, **{t: b"" for t in spec.test_files}}  # the visible tests are restored into the tree
+    out += [f"path {c}" for c in (collision(judged, p) for p in judged) if c][:3]
     return out
 
 

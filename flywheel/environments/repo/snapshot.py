@@ -36,6 +36,17 @@ def path_error(path: object) -> str | None:
     return None
 
 
+def collision(files: Mapping[str, object], path: str) -> str | None:
+    """Why `path` cannot be a file next to `files` (a file where a folder of theirs is, or under one of theirs)."""
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        if "/".join(parts[:i]) in files:
+            return f"{'/'.join(parts[:i])!r} is a file, so {path!r} cannot be under it"
+    prefix = path + "/"
+    inner = next((q for q in files if q.startswith(prefix)), None)
+    return f"{path!r} is a folder (it holds {inner!r})" if inner is not None else None
+
+
 def tree_hash(files: Mapping[str, bytes | str]) -> str:
     """sha256 over the tree: for each path in sorted order, its length, the path, the content's length, the content."""
     h = hashlib.sha256()

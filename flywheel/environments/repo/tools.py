@@ -5,8 +5,9 @@ leaves nothing on the host: files reach the sandbox only for the length of one `
 Tools: `list_files`, `read_file`, `write_file`, `patch_file` (replace one exact, unique snippet),
 `delete_file`, `run_tests` (the visible tests, in the sandbox), `submit` (ends the episode).
 
-Two kinds of failure: a call that breaks its schema, names no tool, uses an illegal path or comes
-after `submit` is *illegal* (the process check fails the verdict); a legal call that cannot apply
+Two kinds of failure: a call that breaks its schema, names no tool, uses an illegal path (one that would
+be a file and a folder at once, e.g. a file `tests` next to `tests/test_x.py`), carries text that is not
+Unicode (a lone surrogate) or comes after `submit` is *illegal* (the process check fails the verdict); a legal call that cannot apply
 (reading a missing file, a patch whose snippet is absent) is an ordinary error result the model
 sees and may recover from. Neither changes the tree.
 """
@@ -18,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flywheel.environments.base import Observation
-from flywheel.environments.repo.snapshot import MAX_FILE_BYTES, MAX_FILES, Snapshot, path_error, tree_hash
+from flywheel.environments.repo.snapshot import (
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    Snapshot,
+    collision,
+    path_error,
+    tree_hash,
+)
 from flywheel.environments.toolcalls import ToolCall
 from flywheel.environments.toolschema import call_error, function_tool
 
@@ -62,6 +70,14 @@ class RepoState:
         return tree_hash(self.files)
 
 
+def _encode_error(text: str) -> list[UnicodeEncodeError]:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return [e]
+    return []
+
+
 def _illegal(state: RepoState, why: str) -> Observation:
     state.illegal.append(why)
     return Observation(f"error: {why}", done=state.done, error=why)
@@ -91,6 +107,14 @@ def apply_call(state: RepoState, call: ToolCall, run_tests: TestRunner | None) -
             return Observation("(tests not run in replay)")
         return Observation(run_tests(state))
     path = args["path"]
+    text_err = next((f"{name}: {k} is not Unicode text: {e.reason} at index {e.start}" for k in ("content", "old", "new")
+                     if isinstance(args.get(k), str) for e in _encode_error(args[k])), None)
+    if text_err:  # a lone surrogate cannot be a file's bytes: the call breaks its schema
+        return _illegal(state, text_err)
+    if name == "write_file" and path not in files:
+        clash = collision(files, path)
+        if clash:  # e.g. a file "tests" where the visible tests live: the tree could not be laid out
+            return _illegal(state, f"write_file: {clash}")
     if name == "write_file":
         if path not in files and len(files) >= MAX_FILES:
             return Observation(f"error: the repository already holds {MAX_FILES} files")
