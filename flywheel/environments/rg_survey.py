@@ -3,7 +3,13 @@
 A generator qualifies when, offline and within `budget_s`:
 1. two generations from one seed are identical (after a JSON round trip, as tasks travel),
 2. at its default config and at every curriculum level, on train and held-out tasks, the
-   environment's own validation holds (gold 1.0; empty, wrong and every hack probe 0.0).
+   environment's own validation holds (gold 1.0; empty, wrong and every hack probe 0.0). The
+   probes include, per domain, multiple answers (two markers, two tags, a second answer after a
+   blank line or a comma, `gold; wrong`), hedges (text after `</answer>`, `gold (or possibly
+   wrong)`) and padding (words before or after the gold answer): a scorer that takes any of them
+   disqualifies its generator unless the environment refuses the form first (`rg_scoring.REFUSALS`);
+3. its scorer runs only in the one-shot child, under the deadline (`rg_scoring.score_isolated`), and
+   where upstream evaluates the answer as code a safe scorer replaces it (`rg_scoring.SAFE_SCORERS`).
 
     python -m flywheel.environments.rg_survey            # prints the qualifying names as a tuple
 """
