@@ -11,7 +11,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from flywheel.environments.base import BaseEnvironment, Probe, ValidationCase, check_split, is_heldout
+from flywheel.environments.base import (
+    DEFAULT_HELDOUT_SIZE,
+    BaseEnvironment,
+    Probe,
+    ValidationCase,
+    check_split,
+    is_heldout,
+)
 from flywheel.environments.task import Task
 from flywheel.environments.verdict import Verdict
 
@@ -26,7 +33,7 @@ class SuiteEnvironment(BaseEnvironment):
 
     family = "builtin"
     levels_: tuple[int, ...] = ()
-    heldout_tasks: int = 50
+    heldout_tasks: int = DEFAULT_HELDOUT_SIZE
 
     def __init__(self, verifiers: Any = None) -> None:
         self._reg = verifiers

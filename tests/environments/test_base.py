@@ -92,3 +92,22 @@ def test_task_dict_round_trip_and_splits_disjoint() -> None:
     assert (t.task_id, t.prompt, t.reference) == ("t1", "p", {"answer": "x"})
     with pytest.raises(ValueError):
         ValidationCase("bogus", "x", "")
+
+
+def test_a_plugin_gets_the_generic_answer_to_everything_the_library_asks_a_domain() -> None:
+    """What mining, construction, rollouts, serving and evaluation ask an environment, answered by the
+    defaults a plug-in inherits: judged through `verify`, no verifiers from logs, single-turn, no production."""
+    env = _Echo()
+    task = env.tasks("echo", "train", 1, seed=3)[0]
+    assert env.verifier_task(task) == {"answer": task.reference["answer"], "task_id": task.task_id, "prompt": task.prompt}
+    assert env.heldout_size("echo") == 50 and env.make_verifier(None) is None
+    assert env.task_from_log("t", "p", {"answer": "x"}) is None and env.gold_response("p", {}) is None
+    assert env.probes({"answer": "x"}) == [] and env.reference_sql("r") is None
+    assert env.logged_solution("p", {"answer": "x"}) == ""
+    env.reference_solution = lambda ref: ref.get("fix", "")  # a plug-in's gold from its logged reference
+    assert env.logged_solution("p", {"fix": "done"}) == "done"
+    assert not env.missing_answer("", 0) and env.missing_answer_sql("r", "n") is None
+    assert env.failure_type({}, "", failed("Wrong Answer: 3")) == "wrong_answer"
+    assert env.failure_type({}, "", failed("x", failure_type="Off By One")) == "off_by_one"
+    assert env.tool_env(task) is None and not env.multi_turn and env.production is None
+    assert env.logged_outcome({"tests_run": 3}, 2) == {}

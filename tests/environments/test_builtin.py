@@ -101,3 +101,24 @@ def test_every_issue_hack_has_a_probe():
     for hack, attempts in ISSUE_HACKS.items():
         assert attempts <= names, hack
     assert names <= {*code_hacks, *math_hacks, *agent_hacks}
+
+
+def test_the_format_rule_is_the_same_in_sql_and_python() -> None:
+    """Mining runs each environment's `missing_answer_sql` in DuckDB; its Python twin must agree on every case."""
+    import duckdb
+
+    from flywheel.environments.base import sql_literal
+
+    cases = ["Answer: 7", "the answer is 12", "\\boxed{3}", "I think 5", "", "def f(x):\n    return x",
+             "```python\npass\n```", "return x", '<tool_call>{"name":"finish","arguments":{}}</tool_call>', "done"]
+    con = duckdb.connect()
+    for cls in BUILTIN_ENVIRONMENTS:
+        env = cls()
+        for text in cases:
+            for calls in (0, 1):
+                sql = env.missing_answer_sql(sql_literal(text), str(calls))
+                got = con.execute(f"SELECT {sql}").fetchone()[0]
+                assert got == env.missing_answer(text, calls), (env.name, text, calls)
+    assert MathEnvironment().missing_answer("I think 5", 0) and not MathEnvironment().missing_answer("Answer: 5", 0)
+    assert CodeEnvironment().missing_answer("return x", 0) and AgentEnvironment().missing_answer("done", 0)
+    assert not AgentEnvironment().missing_answer("done", 1)
