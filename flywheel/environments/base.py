@@ -269,6 +269,8 @@ class BaseEnvironment(ABC):
 
     multi_turn: bool = False
     """Responses are tool-call trajectories (logged as OpenAI `tool_calls`), not plain text."""
+    task_fields: tuple[str, ...] = ()
+    """The columns of a TRL dataset row that make the verifier's task dict (`verifiers.make_reward_func`)."""
     production: Any = None
     """How the domain shows up in the simulated production world (`flywheel.environments.production.
     ProductionProfile`); None: simulated traffic never serves it."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from flywheel.environments import boundary
 from flywheel.environments.boundary import PluginError
+from flywheel.environments.registry import default_environments
 from flywheel.sandbox.base import SandboxInfraError
 from flywheel.verifiers.cache import Key, VerdictCache
 from flywheel.verifiers.common import TaskError, failed, response_hash, task_key
@@ -156,11 +157,10 @@ def score(domain: str, task: dict[str, Any], response: Any, *, registry: Verifie
 
 
 # --------------------------------------------------------------------------- TRL-style reward function
-_TASK_FIELDS = {
-    "math": ("prompt", "answer"),
-    "code": ("prompt", "entry_point", "test"),
-    "agent": ("prompt", "tools", "initial_state", "goal"),
-}
+def _task_fields(domain: str) -> tuple[str, ...]:
+    """The dataset columns that make `domain`'s task dict (`Environment.task_fields`); () for an unknown one."""
+    envs = default_environments()
+    return tuple(envs.for_domain(domain).task_fields) if envs.has_domain(domain) else ()
 
 
 def _completion(c: Any) -> Any:
@@ -172,7 +172,7 @@ def _row_task(i: int, domain: str, columns: dict[str, Sequence[Any]], prompts: S
     if "task" in columns:
         t = columns["task"][i]
         return json.loads(t) if isinstance(t, str) else dict(t)
-    task = {f: columns[f][i] for f in _TASK_FIELDS.get(domain, ()) if f in columns}
+    task = {f: columns[f][i] for f in _task_fields(domain) if f in columns}
     if "task_id" in columns:
         task["task_id"] = columns["task_id"][i]
     if "prompt" not in task and prompts is not None:

@@ -89,7 +89,6 @@ DOMAIN_LITERALS_LEFT = {
     "flywheel/logs/schema.py": "KNOWN_DOMAINS of the log schema",
     "flywheel/logs/synthetic.py": "the ingest benchmark's synthetic records",
     "flywheel/mining/failures.py": "the taxonomy's format rule, precomputed per distinct response",
-    "flywheel/verifiers/batch.py": "the TRL reward function's per-domain task columns",
 }
 """Files outside `flywheel/environments/` that still write a built-in domain as a string, and why. A domain's
 knowledge belongs to its environment (`flywheel/environments/<domain>/`): this list only shrinks."""

@@ -48,6 +48,7 @@ class AgentEnvironment(SuiteEnvironment):
 
     name = "agent"
     production = PROFILE
+    task_fields = ("prompt", "tools", "initial_state", "goal")
     levels_ = (1, 2, 3)
     heldout_tasks = 60
     multi_turn = True

@@ -25,6 +25,7 @@ class CodeEnvironment(SuiteEnvironment):
 
     name = "code"
     production = PROFILE
+    task_fields = ("prompt", "entry_point", "test")
     heldout_tasks = 60
     """The code families yield only 24 held-out prompts today: code is evaluated on 24 until they have more."""
 

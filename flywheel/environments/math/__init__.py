@@ -25,6 +25,7 @@ class MathEnvironment(SuiteEnvironment):
 
     name = "math"
     production = PROFILE
+    task_fields = ("prompt", "answer")
     levels_ = (1, 2, 3)
     heldout_tasks = 200
 
