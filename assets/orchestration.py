@@ -15,7 +15,8 @@ from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 
-from flywheel_dagster.assets.partitions import DEFAULT_BASE_MODEL, base_models, daily_logs
+from flywheel.defaults import DEFAULT_BASE_MODEL
+from flywheel_dagster.assets.partitions import base_models, daily_logs
 from flywheel_dagster.resources.storage import StorageResource
 
 DAILY_ASSETS = ("production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")

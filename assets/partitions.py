@@ -12,4 +12,3 @@ daily_logs = dg.DailyPartitionsDefinition(start_date=LOG_START_DATE, end_offset=
 base_models = dg.DynamicPartitionsDefinition(name="base_model")
 """One partition per base-model release (`tiny-v1`, or a checkpoint folder name)."""
 
-DEFAULT_BASE_MODEL = "tiny-v1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import date as Date
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -20,23 +20,10 @@ from typing import Any
 import dagster as dg
 
 from flywheel.paths import FlywheelPaths
-from flywheel.serving.production import ProductionConfig
 from flywheel_dagster.assets.orchestration import BASE_MODEL_ASSETS, DAILY_ASSETS, TURN_TAG
 from flywheel_dagster.assets.overrides import check_overrides, resource_config
-from flywheel_dagster.assets.partitions import DEFAULT_BASE_MODEL, base_models
-
-
-@dataclass(frozen=True)
-class TurnConfig:
-    """What one turn does: which day it writes and ingests, for which base model, how much traffic."""
-
-    day: str | None = None  # default: the day after the newest raw-log partition, else today (UTC)
-    base_model: str = DEFAULT_BASE_MODEL
-    records: int = ProductionConfig.records  # the `production_traffic` asset's config: requests served that day
-    seed: int = ProductionConfig.seed
-    train_budget_s: float = 180.0  # wall-clock cap of the RL run inside a turn (0: the asset's own steps only)
-    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> config fields, e.g. sizes
-
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.assets.turn_config import TurnConfig
 
 TURN_SIZES: dict[str, dict[str, Any]] = {"verifiers": {"max_tasks": 300}}
 """A turn on the embedded defaults is sized for one laptop: verifiers for 300 pool tasks, split across domains
@@ -119,6 +106,44 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult, asset: str) -> 
     return {}
 
 
+def check_failures(*results: dg.ExecuteInProcessResult) -> list[dict[str, Any]]:
+    """Every asset check of these runs that did not pass: asset, check, severity (ERROR or WARN)."""
+    out = []
+    for result in results:
+        for e in result.get_asset_check_evaluations():
+            if not e.passed:
+                out.append({"asset": e.asset_key.to_user_string(), "check": e.check_name,
+                            "severity": getattr(e.severity, "value", str(e.severity))})
+    return out
+
+
+def data_side(data: dg.ExecuteInProcessResult, user_logs: bool) -> dict[str, Any]:
+    """What the day's data side did: where the logs came from, what ingest kept, what mining pooled."""
+    served, raw = _materialization_metadata(data, "production_traffic"), _materialization_metadata(data, "raw_task_logs")
+    pool = _materialization_metadata(data, "task_pool")
+    counts = pool.get("pool_counts") or {}
+    return {
+        "logs_from": (f"served by {served.get('served_by')}" if served.get("written")
+                      else f"your logs ({served.get('reason', 'found for the day')})"),
+        "user_logs_uri": user_logs,
+        **{k: raw.get(k) for k in ("lines_read", "ingested", "quarantined", "duplicates", "redactions",
+                                   "quarantine_rate")},
+        "pool_size": pool.get("dagster/row_count"),
+        "pool_by_domain": counts.get("by_domain", {}),
+        "pool_model": counts.get("model") or pool.get("model"),
+    }
+
+
+class DataChecksFailed(RuntimeError):
+    """A data-side ERROR check failed: the turn stops before training (unless told to go on)."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.summary = summary
+        names = ", ".join(f"{c['asset']}:{c['check']}" for c in summary["checks_failed"] if c["severity"] == "ERROR")
+        super().__init__(f"data-side ERROR checks failed ({names}): the turn stopped before training; "
+                         "fix the logs, or run with --no-stop-on-failed-checks")
+
+
 def _run_config(log_level: str, ops: dict[str, Any], resources: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": log_level}}}, "ops": ops,
             **({"resources": resources} if resources else {})}
@@ -137,15 +162,20 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
     check_overrides(cfg.overrides, defs)
     instance = turn_instance(paths)
     tags = {TURN_TAG: day}
-    progress(f"[turn] data side: production_traffic[{day}] ({cfg.records} requests) -> raw_task_logs -> "
-             "task_logs -> failure_cases -> task_pool -> verifiers")
-    traffic = {"production_traffic": {"records": cfg.records, "seed": cfg.seed}}
+    user_logs = storage_user_logs(defs, day)
+    progress(f"[turn] data side of {day}: " + (f"your logs from {user_logs}" if user_logs else
+             f"the champion serves {cfg.records or 'the default number of'} requests (production_traffic)")
+             + " -> raw_task_logs -> task_logs -> failure_cases -> task_pool -> verifiers")
+    traffic = {"production_traffic": {"seed": cfg.seed, **({"records": cfg.records} if cfg.records else {})}}
     daily_job, model_job = defs.resolve_job_def("daily_logs_job"), defs.resolve_job_def("base_model_job")
     data = daily_job.execute_in_process(
         partition_key=day, instance=instance, tags=tags, raise_on_error=True,
         run_config=_run_config(log_level, _ops(cfg, DAILY_ASSETS, {**TURN_SIZES, **traffic}),
                                resource_config(daily_job, cfg.overrides, defs)))
-    served = _materialization_metadata(data, "production_traffic")
+    summary = {"day": day, "base_model": cfg.base_model, "data": data_side(data, bool(user_logs)),
+               "checks_failed": check_failures(data)}
+    if cfg.stop_on_failed_checks and any(c["severity"] == "ERROR" for c in summary["checks_failed"]):
+        raise DataChecksFailed(summary)
     if cfg.base_model not in instance.get_dynamic_partitions(base_models.name):
         instance.add_dynamic_partitions(base_models.name, [cfg.base_model])
     progress(f"[turn] model side: base_model[{cfg.base_model}] -> rlvr_policy -> eval_report -> deployed_model")
@@ -156,13 +186,13 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
             resource_config(model_job, cfg.overrides, defs)))
     ev = load_candidate_eval(eval_dir(paths, cfg.base_model))
     deployed = _materialization_metadata(model, "deployed_model")
+    served = _materialization_metadata(data, "production_traffic")
     return {
-        "day": day,
-        "base_model": cfg.base_model,
+        **summary,
+        "checks_failed": check_failures(data, model),
         "traffic_served_by": served.get("served_by") if served.get("written") else f"none ({served.get('reason')})",
-        "ingest": {k: _materialization_metadata(data, "raw_task_logs").get(k)
-                   for k in ("ingested", "quarantined", "duplicates")},
-        "task_pool": _materialization_metadata(data, "task_pool").get("dagster/row_count"),
+        "ingest": {k: summary["data"].get(k) for k in ("ingested", "quarantined", "duplicates")},
+        "task_pool": summary["data"]["pool_size"],
         **ev.summary(),
         "promoted": bool(deployed.get("promoted")),
         "reason": deployed.get("reason", ""),
@@ -210,6 +240,16 @@ def run_turns(cfg: TurnConfig, n: int, progress=print, log_level: str = "WARNING
             progress(f"[turn {i}/{n}]")
         out.append(run_turn(replace(cfg, day=day), progress=progress, log_level=log_level, defs=defs))
     return out
+
+
+def storage_user_logs(defs: dg.Definitions, day: str) -> str:
+    """Where the day's logs come from when they are the user's (the storage resource's `raw_logs_uri`, or files
+    already in the day's raw-log folder); "" when the champion will serve the day."""
+    storage = defs.resources["storage"].process_config_and_initialize()
+    if storage.raw_logs_uri:
+        return storage.raw_logs_for(day)
+    folder = storage.paths().raw_logs / day
+    return str(folder) if folder.is_dir() and any(folder.iterdir()) else ""
 
 
 def storage_paths(defs: dg.Definitions) -> FlywheelPaths:

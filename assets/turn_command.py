@@ -12,24 +12,24 @@ import os
 import sys
 import time
 
-from flywheel.commands.argtypes import count, non_negative, positive_int
-from flywheel.commands.output import add_json_flag, emit, exit_code_for, fail
+from flywheel.commands.argtypes import positive_int
+from flywheel.commands.output import EXIT_FAILED, add_json_flag, emit, exit_code_for, fail
+from flywheel.config_fields import ConfigHelpFormatter, Range, add_flags, bounded, from_args
+from flywheel_dagster.assets.turn_config import TurnConfig
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("turn", help="run one whole flywheel turn and print before/after evaluation",
-                       description=__doc__)
+                       description=__doc__, formatter_class=ConfigHelpFormatter)
     p.add_argument("--day", help="log day YYYY-MM-DD of the (first) turn (default: the day after the newest "
                                  "raw-log folder; with none and --turns N, N-1 days before today)")
     p.add_argument("--turns", type=positive_int, default=1, metavar="N",
                    help="run N turns on consecutive days; prints the history (pass@1 per turn) at the end")
-    p.add_argument("--base-model", default="tiny-v1", help="base-model partition (release name or checkpoint)")
-    p.add_argument("--records", type=positive_int, default=3000, help="production requests served for the day")
-    p.add_argument("--seed", type=count, default=0)
-    p.add_argument("--train-budget", type=non_negative, default=180.0, metavar="S",
-                   help="wall-clock cap in seconds of the RL run inside the turn (0: no cap)")
+    add_flags(p, TurnConfig, exclude=("day", "overrides"))
+    p.add_argument("--train-budget", dest="train_budget_s", type=bounded(float, Range(low=0.0)),
+                   help=argparse.SUPPRESS)  # the flag's name before 2026-12-05
     p.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS,
                    help="Dagster log level of the turn's runs (INFO shows each step; a failed turn's traceback "
                         "is printed from DEBUG and INFO)")
@@ -41,6 +41,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def format_data_side(s: dict) -> str:
+    """What the turn did with the day's logs: their source, ingest's counts, the pool, and failed checks."""
+    d = s.get("data") or {}
+    rate = d.get("quarantine_rate")
+    pool = ", ".join(f"{k} {v}" for k, v in sorted((d.get("pool_by_domain") or {}).items())) or "empty"
+    lines = [f"data side of {s['day']}: logs {d.get('logs_from')}",
+             f"  read {d.get('lines_read')} lines: ingested {d.get('ingested')}, quarantined {d.get('quarantined')}"
+             + (f" ({rate:.1%})" if isinstance(rate, (int, float)) else "")
+             + f", duplicates {d.get('duplicates')}, redacted {d.get('redactions')}",
+             f"  task pool: {d.get('pool_size')} tasks ({pool}) mined from {d.get('pool_model') or 'no model'}"]
+    failed = s.get("checks_failed") or []
+    lines.append("  checks failed: " + ("; ".join(f"{c['severity']} {c['asset']}:{c['check']}" for c in failed)
+                                        if failed else "none"))
+    return "\n".join(lines)
+
+
 def format_summary(s: dict) -> str:
     """The turn's before/after table: pass@1 at the serving temperature and greedy, per domain."""
     domains = [d for d in s["eval_after"] if d != "overall"] + ["overall"]
@@ -50,6 +66,7 @@ def format_summary(s: dict) -> str:
              f"(traffic served by {s['traffic_served_by']})", "",
              f"{'domain':<10}{'before':>10}{'after':>10}{'diff':>10}"
              + (f"{'greedy before':>16}{'greedy after':>14}" if ga else "")]
+    lines[1:1] = ["", format_data_side(s)] if s.get("data") else []
     for d in domains:
         b, a = s["eval_before"].get(d, nan), s["eval_after"].get(d, nan)
         row = f"{d:<10}{b:>10.3f}{a:>10.3f}{a - b:>+10.3f}"
@@ -65,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     # Dagster loads here, not when the CLI builds its parsers: `flywheel --help` stays fast
     from flywheel.registry.history import history_markdown, load_history
     from flywheel_dagster.assets.overrides import TurnConfigError, parse_override
-    from flywheel_dagster.assets.turn import TurnConfig, TurnDayError, run_turns
+    from flywheel_dagster.assets.turn import DataChecksFailed, TurnDayError, run_turns
 
 
     overrides: dict[str, dict] = {}
@@ -87,12 +104,14 @@ def run(args: argparse.Namespace) -> int:
 
         show_progress_lines()
 
-    cfg = TurnConfig(day=args.day, base_model=args.base_model, records=args.records, seed=args.seed,
-                     train_budget_s=args.train_budget, overrides=overrides)
+    cfg = from_args(TurnConfig, args, day=args.day, overrides=overrides)
     try:  # every turn's day and every override are checked before anything is written
         summaries = run_turns(cfg, args.turns, progress=progress, log_level=args.log_level)
     except (TurnDayError, TurnConfigError) as e:
         return fail(str(e))
+    except DataChecksFailed as e:  # the data side ran; what it found is worth showing before the reason
+        emit(args, {**e.summary, "error": str(e), "exit_code": EXIT_FAILED}, format_data_side(e.summary))
+        return fail(str(e), EXIT_FAILED)
     except Exception as e:  # a step failed: one line here, the whole story in the Dagster UI's run
         if args.log_level in ("DEBUG", "INFO"):
             import traceback

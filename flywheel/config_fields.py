@@ -246,10 +246,10 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: Iterable[s
 def from_args(cls: type, args: argparse.Namespace, prefix: str = "", **overrides: Any) -> Any:
     """`cls` built from the parsed flags `add_flags` made (fields without a flag keep their default)."""
     kw: dict[str, Any] = {}
-    for spec in field_specs(cls):
-        if hasattr(args, prefix + spec.name):
-            value = getattr(args, prefix + spec.name)
-            kw[spec.name] = tuple(value) if spec.kind is tuple else value
+    flagged = [f.name for f in dataclasses.fields(cls) if hasattr(args, prefix + f.name) and f.name not in overrides]
+    for spec in field_specs(cls, exclude=[f.name for f in dataclasses.fields(cls) if f.name not in flagged]):
+        value = getattr(args, prefix + spec.name)
+        kw[spec.name] = tuple(value) if spec.kind is tuple else value
     kw.update(overrides)
     return cls(**kw)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from flywheel.commands.argtypes import count, non_negative, positive_int
 from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.storage import storage_from_env
+from flywheel.defaults import DEFAULT_BASE_MODEL
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="model_command", metavar="ACTION")
 
     b = sub.add_parser("build", help="build (or reuse the cached) tiny base model of a release")
-    b.add_argument("--release", default="tiny-v1", help="tiny-* release (tiny-v1 default, tiny-quick for tests)")
+    b.add_argument("--release", default=DEFAULT_BASE_MODEL, help="tiny-* release (tiny-quick for tests)")
     b.add_argument("--out", default=None, help="output folder (default $FLYWHEEL_HOME/models/base/<release>)")
     b.add_argument("--force", action="store_true", help="rebuild even if a build with the same recipe exists")
     add_json_flag(b)
@@ -59,7 +60,7 @@ def _sample(args: argparse.Namespace) -> int:
     from flywheel.tasks.suites import heldout_suite
 
     try:
-        info = resolve_base_model(args.model or "tiny-v1", storage_from_env())
+        info = resolve_base_model(args.model or DEFAULT_BASE_MODEL, storage_from_env())
     except FileNotFoundError as e:
         return fail(str(e))
     engine = build_engine(args.engine, str(info.path))

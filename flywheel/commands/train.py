@@ -14,6 +14,7 @@ from flywheel.commands.argtypes import constrain
 from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.storage import storage_from_env
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
+from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel.train.config import GRPOConfig
 from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if base is None:
         from flywheel.models.build import build_tiny_model  # heavy: torch, transformers
 
-        base = str(build_tiny_model(paths.base_models / "tiny-v1").path)
+        base = str(build_tiny_model(paths.base_models / DEFAULT_BASE_MODEL).path)
     elif not Path(base).is_dir():
         return fail(f"--base-model {base} is not a folder")
     release = args.release or Path(base).name

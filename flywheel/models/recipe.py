@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel.train.common.sft import SftConfig
 
 
@@ -19,7 +20,7 @@ from flywheel.train.common.sft import SftConfig
 class TinyModelRecipe:
     """Everything that determines the tiny model; its hash keys the build cache."""
 
-    release: str = field(default="tiny-v1", metadata={"help": "release name (the base_model partition)"})
+    release: str = field(default=DEFAULT_BASE_MODEL, metadata={"help": "release name (the base_model partition)"})
     seed: int = field(default=0, metadata={"help": "seed for init, data and SFT order"})
     vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary cap (the corpus may yield fewer)"})
     hidden_size: int = field(default=96, metadata={"help": "model width"})
@@ -74,7 +75,7 @@ MIX = TinyModelRecipe(release="tiny-mix", extra_domains=MIX_DOMAINS, n_extra=200
                       sft=SftConfig(steps=2400))
 """tiny-v1's recipe plus 21 reasoning-gym domains: the base of a many-domain training stream."""
 
-RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-quick": QUICK, "tiny-mix": MIX}
+RECIPES: dict[str, TinyModelRecipe] = {DEFAULT_BASE_MODEL: TinyModelRecipe(), "tiny-quick": QUICK, "tiny-mix": MIX}
 
 
 def is_tiny_release(name: str) -> bool:

@@ -94,3 +94,29 @@ def test_dagster_home_defaults_to_flywheel_home(flywheel_home, monkeypatch):
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # a user's own settings are kept
     turn_instance(flywheel_home).dispose()
     assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+
+
+def _log_line(i: int, day: str) -> str:
+    return json.dumps({"id": f"u{i}", "timestamp": f"{day}T09:00:00Z", "task_id": f"m{i % 7}", "domain": "math",
+                       "model": "team-model:v3", "messages": [{"role": "user", "content": f"What is {i} + 2?"},
+                                                              {"role": "assistant", "content": f"Answer: {i + 3}"}],
+                       "outcome": {"status": "failure", "passed": False}, "reference": {"answer": str(i + 2)}})
+
+
+def test_a_failed_data_check_stops_the_turn_before_training(flywheel_home, tmp_path, capsys, monkeypatch):
+    """Your logs, a fifth of them broken: the data side runs, the CLI shows what it read and which ERROR check
+    failed, and nothing trains (exit 1)."""
+    day = "2026-12-01"
+    logs = tmp_path / "team_logs" / day
+    logs.mkdir(parents=True)
+    (logs / "a.jsonl").write_text("\n".join([_log_line(i, day) for i in range(40)] + ["{broken"] * 10) + "\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(flywheel_home.home / "dagster_home"))
+    code = main(["turn", "--day", day, "--set", f"storage.raw_logs_uri={tmp_path / 'team_logs'}/{{date}}/",
+                 "--set", "verifiers.max_tasks=4"])
+    out, err = capsys.readouterr()
+    assert code == 1, err[-2000:]
+    assert "data side of 2026-12-01: logs your logs" in out
+    assert "read 50 lines: ingested 40, quarantined 10 (20.0%)" in out
+    assert "ERROR task_logs:task_logs_quarantine_rate" in out
+    assert "stopped before training" in err and "--no-stop-on-failed-checks" in err
+    assert not (flywheel_home.home / "eval").exists() or not any((flywheel_home.home / "eval").iterdir())

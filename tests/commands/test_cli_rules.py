@@ -56,7 +56,7 @@ def test_version(capsys):
     (["sandbox", "exec", "p.py", "--cpu", "nan"], "argument --cpu: expected a finite number"),
     (["verify", "in.jsonl", "--concurrency", "0"], "argument --concurrency: expected an integer >= 1"),
     (["turn", "--turns", "0"], "argument --turns: expected an integer >= 1, got '0'"),
-    (["turn", "--records", "-3"], "argument --records: expected an integer >= 1"),
+    (["turn", "--records", "-3"], "argument --records: expected an integer >= 0"),
     (["turn", "--train-budget", "-1"], "argument --train-budget: expected a number >= 0.0"),
     (["rollback", "--to", "abc"], "argument --to: expected an integer >= 1, got 'abc'"),
     (["train", "--replay-share", "1.5"], "argument --replay-share: expected a number >= 0 and <= 1, got '1.5'"),

@@ -30,7 +30,8 @@ def turn_env(flywheel_home, install_tiny_quick, tmp_path, monkeypatch):
 
 def test_two_consecutive_turns(turn_env):
     from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
-    from flywheel_dagster.assets.turn import TurnConfig, run_turn
+    from flywheel_dagster.assets.turn import run_turn
+    from flywheel_dagster.assets.turn_config import TurnConfig
 
     cfg = TurnConfig(day="2026-12-01", base_model="tiny-quick", records=300, train_budget_s=0, overrides=TINY)
     first = run_turn(cfg, progress=lambda _: None)
@@ -41,6 +42,10 @@ def test_two_consecutive_turns(turn_env):
         assert all(0.0 <= v <= 1.0 for v in first[side].values())
     assert isinstance(first["promoted"], bool) and first["reason"]
     assert first["ingest"]["ingested"] > 0 and first["task_pool"] > 0
+    data = first["data"]  # the data side, in the summary the CLI prints
+    assert data["logs_from"] == "served by simulated-prod" and data["ingested"] == first["ingest"]["ingested"]
+    assert data["lines_read"] >= data["ingested"] and sum(data["pool_by_domain"].values()) == first["task_pool"]
+    assert all(c["severity"] in ("ERROR", "WARN") for c in first["checks_failed"])
     registry = Registry(turn_env.mlflow_uri, DEFAULT_MODEL_NAME)
     champion = registry.champion()
     assert champion is not None and first["champion_after"] == champion.uri
