@@ -75,9 +75,30 @@ def _wait_for_signal(info: Any) -> str:
     return signal.Signals(got[0]).name if got else "server exited"
 
 
+VLLM_INSTALL_HINT = ("install it: `make setup-vllm` (vLLM for CPU, into .venv-vllm; then pass "
+                     "--python .venv-vllm/bin/python) or `pip install -e '.[gpu]'` on a GPU machine; docs/vllm.md")
+
+
+def vllm_missing(python: str | None) -> str | None:
+    """Why `python` cannot run vLLM's server (None when it can): checked before anything starts, so a
+    missing install is a usage error with the install command, not a server that dies ("safe to retry")."""
+    import subprocess
+
+    exe = python or sys.executable
+    probe = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('vllm') else 3)"
+    try:
+        rc = subprocess.run([exe, "-c", probe], capture_output=True, timeout=60).returncode
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot run {exe}: {e}"
+    return None if rc == 0 else f"vLLM is not installed for {exe}"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.stop:
         return _stop(args)
+    missing = vllm_missing(args.python)
+    if missing:
+        return fail(f"{missing}: {VLLM_INSTALL_HINT}")
     # loaded when the command runs, so `flywheel --help` stays fast
     from flywheel.gpu import cuda_available
     from flywheel.serving.managed import VariantUnavailable, start_model_server
