@@ -126,3 +126,38 @@ def test_a_fresh_home_starts_early_enough_for_three_single_turns(tmp_path):
     assert first_day(paths, 5) == (today - timedelta(days=4)).isoformat()  # --turns 5 ends today
     (paths.raw_logs / start).mkdir(parents=True)
     assert first_day(paths, 1) == next_day(paths) == (today - timedelta(days=FRESH_HOME_DAYS - 2)).isoformat()
+
+
+def _team_line(i: int, day: str, model: str) -> str:
+    import json
+
+    a, b = 17 + i, 5 + i % 9
+    return json.dumps({"id": f"{model}-{i}", "timestamp": f"{day}T08:{i % 60:02d}:00Z", "task_id": f"team-{i}",
+                       "domain": "math", "model": model,
+                       "messages": [{"role": "user", "content": f"What is {a} + {b}?"},
+                                    {"role": "assistant", "content": f"Answer: {a + b + 1}"}],
+                       "outcome": {"status": "failure", "passed": False}, "reference": {"answer": str(a + b)}})
+
+
+def test_your_logs_drive_a_turn_as_the_readme_says(turn_env, capsys):
+    """README "Your logs → a turn", way 1: files dropped into the home's raw-log folder for a day, then
+    `flywheel turn --day DAY`: nothing is served, the team's model's failures are mined, the summary says so."""
+    import json
+
+    from flywheel.cli import main
+
+    day = "2026-12-01"
+    folder = turn_env.raw_logs / day
+    folder.mkdir(parents=True)
+    (folder / "team.jsonl").write_text("\n".join(_team_line(i, day, "team-model:v3") for i in range(60)) + "\n")
+    sets = [f"{asset}.{k}={json.dumps(v)}" for asset, fields in TINY.items() for k, v in fields.items()]
+    argv = ["turn", "--day", day, "--base-model", "tiny-quick", "--train-budget-s", "0", "--json"]
+    code = main(argv + [x for s in sets for x in ("--set", s)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    data = out["data"]
+    assert data["logs_from"].startswith("your logs") and out["traffic_served_by"].startswith("none")
+    assert (data["lines_read"], data["ingested"], data["quarantined"]) == (60, 60, 0)
+    assert data["pool_model"] == "team-model:v3" and data["pool_by_domain"].get("math", 0) > 0
+    assert not [c for c in out["checks_failed"] if c["severity"] == "ERROR" and c["asset"] in
+                ("task_logs", "task_pool")]
