@@ -7,34 +7,15 @@ import dagster as dg
 
 from flywheel.mining import MiningConfig, build_task_pool, mine_failures
 from flywheel.mining.pool import pool_log_partitions
+from flywheel_dagster.assets.config import config_class
 from flywheel_dagster.resources.storage import StorageResource
 
 OWNERS = ["team:flywheel-data"]
 
 
-class MiningRunConfig(dg.Config):
-    """What mining does (`.to_lib()` -> flywheel.mining.MiningConfig; field help is there)."""
-
-    model: str = ""  # empty: the model of the most recent log record
-    min_attempts: int = 3
-    prior_strength: float = 4.0
-    near_dup_threshold: float = 0.8
-    near_dup_ngram: int = 3
-    minhash_perms: int = 32
-    lsh_bands: int = 8
-    decontam_ngram: int = 6
-    decontam_threshold: float = 0.8
-    max_pool_per_domain: int = 2000
-    domains: list[str] = []  # empty: every domain in the logs
-
-    def to_lib(self) -> MiningConfig:
-        return MiningConfig(
-            model=self.model or None, min_attempts=self.min_attempts, prior_strength=self.prior_strength,
-            near_dup_threshold=self.near_dup_threshold, near_dup_ngram=self.near_dup_ngram,
-            minhash_perms=self.minhash_perms, lsh_bands=self.lsh_bands, decontam_ngram=self.decontam_ngram,
-            decontam_threshold=self.decontam_threshold, max_pool_per_domain=self.max_pool_per_domain,
-            domains=tuple(self.domains) or None,
-        )
+MiningRunConfig = config_class(MiningConfig, "MiningRunConfig", "What mining does (`.to_lib()` -> "
+                               "flywheel.mining.MiningConfig: defaults, help and ranges are declared there).",
+                               module=__name__)
 
 
 def _md_counts(counts: dict[str, int], head: tuple[str, str]) -> str:

@@ -118,7 +118,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
         con.execute("CREATE OR REPLACE TABLE near_duplicates (task_id VARCHAR, duplicate_of VARCHAR, jaccard DOUBLE)")
         return report
     dom_filter = ""
-    if cfg.domains is not None:
+    if cfg.domains:
         dom_filter = "AND domain IN (" + ", ".join("'" + d.replace("'", "''") + "'" for d in cfg.domains) + ")"
     # 1. candidates with the current model's counts, prompt and reference of their latest record
     con.execute(f"""
@@ -264,7 +264,7 @@ def pool_coverage(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
     if last is None or last[0] is None:
         return {}
     model, cfg = last
-    domains = [d for d in KNOWN_DOMAINS if cfg.domains is None or d in cfg.domains]
+    domains = [d for d in KNOWN_DOMAINS if not cfg.domains or d in cfg.domains]
     rows = con.execute("""
         SELECT s.domain, count(*) FILTER (WHERE s.passes < s.attempts),
                (SELECT count(*) FROM task_pool p WHERE p.domain = s.domain)
