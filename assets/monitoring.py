@@ -126,14 +126,12 @@ def verifiers_infra_error_rate(config: ThresholdsConfig, storage: StorageResourc
 ], pool=WAREHOUSE_POOL)
 def task_logs_spikes(config: ThresholdsConfig, storage: StorageResource):
     from flywheel.monitoring.signals import spike
-    from flywheel.monitoring.sources import ingest_days
+    from flywheel.monitoring.sources import IngestDay, ingest_days
 
     th = config.to_lib()
     with storage.warehouse() as con:
         days = ingest_days(con)
-    if not days:
-        return
-    *before, today = days
+    *before, today = days or [IngestDay("none yet", 0, 0, 0)]
     for check, name, attr, floor in (("task_logs_quarantine_spike", "quarantine_spike", "quarantine_rate",
                                       th.min_quarantine_spike),
                                      ("task_logs_redaction_spike", "redaction_spike", "redactions_per_row",

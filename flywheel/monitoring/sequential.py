@@ -7,7 +7,10 @@ less the margin. Under that hypothesis every factor has mean <= 1, so W is a non
 rolls back a champion that keeps its promise with probability at most alpha. An average over a fixed grid of
 `lam` (a mixture, itself a supermartingale) spares choosing the bet size: small bets catch small drops
 slowly, large ones big drops fast. With fixed bets the order of requests does not matter, so per-day,
-per-domain counts are enough.
+per-domain counts are enough. Each domain is tested on its own (at alpha / domains), so a domain that
+still keeps its promise does not hide one that broke it; and a test is started on each day the champion
+served (the k-th at a share 6 / (pi k)^2 of that, shares that sum to it), so good days before a drop do
+not hold back the test of the days after it. A union bound over both keeps the whole rule at alpha.
 
 The promise is the champion's evaluation (pass@1 per domain when it was promoted), or with `baseline="live"`
 its own first days in production (a Hoeffding lower bound at alpha/2, the test at the other alpha/2), for
@@ -122,19 +125,46 @@ def decide_rollback(live: Sequence[LiveCounts], eval_rates: Mapping[str, float],
     else:
         promise = {d: float(v) for d, v in eval_rates.items() if d != "overall"}
     floors = {d: p - cfg.margin for d, p in promise.items() if p - cfg.margin > 0}
-    counts = {d: nk for d, nk in _by_domain(live).items() if d in floors and nk[0]}
+    live = [c for c in live if c.domain in floors and c.n]
+    counts = _by_domain(live)
     n = sum(nk[0] for nk in counts.values())
-    days = tuple(sorted({c.day for c in live if c.domain in counts}))
-    threshold = math.log(1 / alpha)
+    days = tuple(sorted({c.day for c in live}))
     per = {d: {"n": nk[0], "live": round(nk[1] / nk[0], 4), "promise": round(promise[d], 4)} for d, nk in counts.items()}
     live_rate = sum(k for _, k in counts.values()) / n if n else None
     promised = sum(promise[d] * nk[0] for d, nk in counts.items()) / n if n else None
     if n < cfg.min_records:
         return RollbackDecision(False, f"{n} judged live requests, fewer than {cfg.min_records}: no decision yet",
-                                0.0, threshold, n, days, live_rate, promised, per)
-    lw = log_wealth(counts, floors)
+                                0.0, math.log(1 / alpha), n, days, live_rate, promised, per)
+    lw, threshold, since, dom = max(_windows(live, days, floors, alpha), key=lambda t: t[0] - t[1])
     roll = lw >= threshold
     said = (f"live pass rate {live_rate:.3f} vs promised {promised:.3f} (margin {cfg.margin}) over {n} requests "
-            f"in {len(days)} day(s): evidence {math.exp(min(lw, 700)):.3g} vs {1 / alpha:.0f} needed")
+            f"in {len(days)} day(s); strongest evidence: {dom} since {since}, {math.exp(min(lw, 700)):.3g} vs "
+            f"{math.exp(threshold):.0f} needed")
     return RollbackDecision(roll, ("significant drop: " if roll else "kept: ") + said, lw, threshold, n, days,
                             live_rate, promised, per)
+
+
+def _windows(live: Sequence[LiveCounts], days: Sequence[str], floors: Mapping[str, float],
+             alpha: float) -> list[tuple[float, float, str, str]]:
+    """(log wealth, log threshold, start day, domain) of every per-domain test started on each day."""
+    per_day: dict[tuple[str, str], tuple[int, int]] = {}
+    for c in live:
+        n, k = per_day.get((c.domain, c.day), (0, 0))
+        per_day[(c.domain, c.day)] = (n + c.n, k + c.passes)
+    doms = sorted({c.domain for c in live})
+    out = []
+    for d in doms:
+        n = k = 0
+        for i in range(len(days) - 1, -1, -1):  # suffix sums: the days from days[i] on
+            dn, dk = per_day.get((d, days[i]), (0, 0))
+            n, k = n + dn, k + dk
+            if dn:
+                out.append((log_wealth({d: (n, k)}, floors), start_threshold(alpha / len(doms), i + 1), days[i], d))
+    return out
+
+
+def start_threshold(alpha: float, k: int) -> float:
+    """log of the wealth the test started on the k-th day (1-based) must reach: its share alpha 6 / (pi k)^2 of
+    alpha (the shares sum to alpha), so a drop is judged on the days since it began, not against the good
+    days before it, and the false-rollback bound still holds over all start days together."""
+    return math.log(math.pi ** 2 * k * k / (6 * alpha))

@@ -23,7 +23,7 @@ def run_history(tracking_uri: str, run_id: str, keys: Sequence[str] = TRAINING_K
     from its MLflow run: what the run logged is what is judged, whichever process judges it."""
     from mlflow import MlflowClient  # heavy: mlflow
 
-    from flywheel.train.telemetry import mlflow_key
+    from flywheel.train.common.telemetry import mlflow_key
 
     client = MlflowClient(tracking_uri=tracking_uri)
     steps: dict[int, dict[str, float]] = {}

@@ -27,6 +27,11 @@ from flywheel.registry.mlflow_registry import (
 )
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
 
+PROMISE_TAG = "flywheel.eval_pass_rate_lows"
+"""Tag on a version: its evaluation's per-domain lower bound of pass@1, what the rollback test holds it to."""
+ROLLED_BACK_TAG = "flywheel.rolled_back"
+"""Tag on a version the rollback sensor moved `champion` away from: why (the lineage keeps it)."""
+
 
 @dataclass(frozen=True)
 class DeploymentResult:
@@ -65,6 +70,7 @@ def deploy_candidate(
     ev = load_candidate_eval(eval_dir)
     lineage = {"base_model": base_model, "log_partitions": list(log_partitions), "training_run_id": training_run_id,
                "eval_run_id": ev.eval_run_id, "eval_pass_rates": ev.candidate.pass_rates(),
+               PROMISE_TAG.removeprefix("flywheel."): promise_of(ev.candidate),
                "champion_pass_rates": ev.champion.pass_rates(), "compared_to": ev.champion_uri, **dict(extra_lineage or {})}
     ref = reg.register(candidate_path, lineage, snapshot_root=paths.models / "registry")
     manifest = serving_manifest(ref.model_path, ref.uri, gpu)
@@ -108,8 +114,12 @@ def champion_regression(
                        "tolerance": tolerance}
 
 
-ROLLED_BACK_TAG = "flywheel.rolled_back"
-"""Tag on a version the rollback sensor moved `champion` away from: why (the lineage keeps it)."""
+def promise_of(report: Any) -> dict[str, float]:
+    """What a version promises production, per domain: its evaluation's lower confidence bound of pass@1 (the
+    rollback test's promise; a point estimate from 24 tasks would promise more than it can keep)."""
+    return {d: round(m["pass@1"].lo, 4) for d, m in report.metrics.items() if d != "overall"}
+
+
 
 
 def rollback_champion(tracking_uri: str, why: str, model_name: str = DEFAULT_MODEL_NAME) -> RollbackResult:
@@ -169,7 +179,7 @@ def watch_champion(con: Any, tracking_uri: str, config: RollbackConfig | None = 
     champ = reg.champion()
     if champ is None or len(reg.history()) < 2:
         return None
-    promise = json.loads(champ.tags.get("flywheel.eval_pass_rates", "{}"))
+    promise = json.loads(champ.tags.get(PROMISE_TAG) or champ.tags.get("flywheel.eval_pass_rates", "{}"))
     decision = decide_rollback(live_counts(con, champ.uri), promise, config)
     if not decision.rollback:
         return ChampionWatch(champ.uri, champ.base_model, decision)

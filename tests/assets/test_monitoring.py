@@ -46,7 +46,7 @@ def _train(paths, policy, temperature: float, score) -> str:
     """A real two-step GRPO run of a random tiny policy (its MLflow run id)."""
     from flywheel.tasks.suites import train_suite
     from flywheel.train.config import GRPOConfig
-    from flywheel.train.trainer import RunInputs, train_rlvr
+    from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
     cfg = GRPOConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=6, max_new_tokens=12, lr=1e-2,
                      domain_weights={"math": 1.0}, num_threads=1, temperature=temperature)
@@ -162,3 +162,86 @@ def test_rollback_sensor_rolls_back_a_champion_whose_live_pass_rate_dropped(
     again = monitoring.champion_rollback_sensor(dg.build_sensor_context(instance=instance, resources=resources))
     assert isinstance(again, dg.SkipReason) and mlflow_registry.champion().version == "1"
     assert len(webhook.received) == 1
+
+
+def test_a_verifier_whose_sandbox_fails_raises_the_infra_alarm(flywheel_home, storage, fill_task_pool,
+                                                              monkeypatch, webhook):
+    from flywheel.warehouse import connect
+    from flywheel_dagster.assets.verifiers import verifiers
+    from flywheel_dagster.resources.sandbox import SandboxPoolResource
+
+    con = connect(flywheel_home.warehouse)
+    fill_task_pool(con, n=2, broken=False)
+    con.close()
+
+    @dg.asset(name="task_pool")
+    def task_pool_stub() -> None:
+        """Stands in for mining's asset so the graph resolves; the table is filled above."""
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{flywheel_home.home}/no-engine.sock")  # a sandbox that cannot run
+    instance = dg.DagsterInstance.ephemeral()
+    res = dg.materialize([task_pool_stub, verifiers, monitoring.verifiers_infra_error_rate],
+                         selection=dg.AssetSelection.assets("verifiers"), instance=instance, raise_on_error=False,
+                         resources={"storage": storage, "sandbox": SandboxPoolResource(backend="docker", retries=0)},
+                         run_config={"ops": {"verifiers": {"config": {"slow_probes": False}}}})
+    [check] = res.get_asset_check_evaluations()
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert check.metadata["infra_errors"].value == "2"  # the two code tasks: their judge could not run
+    assert not res.success  # blocking: nothing trains on those verdicts
+    ctx = dg.build_sensor_context(instance=instance, resources={"alerts": AlertResource(webhook_url=webhook.url),
+                                                                "storage": storage})
+    monitoring.alert_sensor(ctx)
+    assert [m["blocks"][0]["text"]["text"] for m in webhook.received] == [
+        "[ERROR] verifiers_infra_error_rate failed on verifiers"]
+
+
+def test_a_quarantine_and_redaction_spike_in_ingest_fire(flywheel_home, storage, rec, write_jsonl, webhook):
+    from flywheel.logs.ingest import ingest
+    from flywheel.warehouse import connect
+    from flywheel_dagster.assets.logs import task_logs
+
+    con = connect(flywheel_home.warehouse)
+    for day, bad, emails in (("2026-12-01", 1, 0), ("2026-12-02", 1, 0), ("2026-12-03", 30, 40)):
+        folder = flywheel_home.raw_logs / day
+        folder.mkdir(parents=True)
+        lines = [rec(f"{day}-{i}", timestamp=f"{day}T10:00:00Z",
+                     messages=[{"role": "user", "content": f"mail me at user{i}@example.com" if i < emails
+                                else f"What is {i}+1?"}]) for i in range(100)]
+        write_jsonl(folder / "part-0.jsonl", lines + ["{not json"] * bad)
+        ingest(str(folder), con, log_date=day)
+    con.close()
+    instance = dg.DagsterInstance.ephemeral()
+    got = _run_checks(instance, storage, task_logs, [monitoring.task_logs_spikes], partition=None)
+    assert {n: c.passed for n, c in got.items()} == {"task_logs_quarantine_spike": False,
+                                                      "task_logs_redaction_spike": False}
+    q = got["task_logs_quarantine_spike"]
+    assert q.severity == dg.AssetCheckSeverity.WARN and q.metadata["day"].value == "2026-12-03"
+    assert q.metadata["value"].value == pytest.approx(30 / 130, abs=1e-4)
+    monitoring.alert_sensor(dg.build_sensor_context(
+        instance=instance, resources={"alerts": AlertResource(webhook_url=webhook.url), "storage": storage}))
+    assert sorted(m["blocks"][0]["text"]["text"] for m in webhook.received) == [
+        "[WARN] task_logs_quarantine_spike failed on task_logs", "[WARN] task_logs_redaction_spike failed on task_logs"]
+
+
+def test_served_weights_check_fires_when_a_running_server_loaded_other_weights(flywheel_home, storage,
+                                                                               mlflow_registry, random_tiny):
+    import os
+
+    from flywheel.serving.vllm_server import DETACHED_STATE, ServerInfo
+    from flywheel_dagster.assets.deployment import deployed_model
+
+    champ = mlflow_registry.ensure_champion(random_tiny(flywheel_home.models / "base" / PART), PART)
+    state = flywheel_home.home / DETACHED_STATE
+    state.parent.mkdir(parents=True, exist_ok=True)
+
+    def served(digest: str) -> dict:
+        # what `flywheel serve --detach` records (this process stands in for the live server's pid)
+        state.write_text(ServerInfo(os.getpid(), os.getpid(), "http://127.0.0.1:8000/v1", champ.uri, champ.model_path,
+                                    "vllm.log", [], digest).to_json())
+        return _run_checks(dg.DagsterInstance.ephemeral(), storage, deployed_model,
+                           [monitoring.served_weights_match_registry])["served_weights_match_registry"]
+
+    assert served(champ.tags["flywheel.weights_sha256"]).passed
+    check = served("f" * 64)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    assert check.metadata["served: flywheel serve flywheel-policy:1"].value == "f" * 64
