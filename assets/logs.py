@@ -48,7 +48,8 @@ def _ingest_default(name: str) -> tuple[object, str]:
 class RawLogsConfig(dg.Config):
     """How strict ingest is with one day's raw logs, and which export format they are in."""
 
-    max_field_mib: float = 1.0  # records with a larger field are quarantined
+    max_field_mib: float = Field(default=_ingest_default("max_field_bytes")[0] / 2**20, gt=0, allow_inf_nan=False,
+                                 description=_ingest_default("max_field_bytes")[1] + " (MiB)")
     format: str = Field(default=_ingest_default("format")[0], description=_ingest_default("format")[1])
 
 

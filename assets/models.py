@@ -5,6 +5,7 @@ No `from __future__ import annotations` here: Dagster reads the config class fro
 
 
 import dagster as dg
+from pydantic import Field
 
 from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.resources.storage import StorageResource
@@ -13,8 +14,9 @@ from flywheel_dagster.resources.storage import StorageResource
 class BaseModelConfig(dg.Config):
     """`rebuild`: ignore the cached tiny build; `models_dir`: another folder holding checkpoints by name."""
 
-    rebuild: bool = False
-    models_dir: str = ""
+    rebuild: bool = Field(default=False, description="ignore the cached tiny build and build it again")
+    models_dir: str = Field(default="", description="another folder holding checkpoints by name (empty: the "
+                                                    "storage home's models/base)")
 
 
 @dg.asset(

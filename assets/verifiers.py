@@ -6,7 +6,7 @@ from pydantic import Field
 
 from flywheel.train.config import GRPOConfig
 from flywheel.verifiers.construct import ConstructConfig, build_verifiers
-from flywheel.verifiers.registry import VerifierRegistry
+from flywheel.verifiers.registry import CODE_TIMEOUT_S, MATH_TIMEOUT_S, VerifierRegistry
 from flywheel_dagster.resources.sandbox import SandboxPoolResource
 from flywheel_dagster.resources.storage import StorageResource
 
@@ -16,16 +16,18 @@ OWNERS = ["team:flywheel-verifiers"]
 class VerifiersConfig(dg.Config):
     """What verifier construction validates (`.to_lib()` -> ConstructConfig)."""
 
-    max_tasks: int = Field(default=0, description="Verifiers to build, split across domains in proportion to "
+    max_tasks: int = Field(default=0, ge=0, description="Verifiers to build, split across domains in proportion to "
                                                   "domain_weights (0: every pool task).")
     domain_weights: dict[str, float] = Field(
         default_factory=lambda: dict(GRPOConfig().domain_weights),
         description="The training run's domain weights (default: rlvr_policy's), so the pool tasks the run "
                     "samples are the ones with verifiers.")
-    concurrency: int = 4
-    slow_probes: bool = True  # the timeout probe, once per domain
-    code_timeout_s: float = 6.0
-    math_timeout_s: float = 5.0
+    concurrency: int = Field(default=4, ge=1, description="verifications in flight")
+    slow_probes: bool = Field(default=True, description="run the timeout probe once per domain")
+    code_timeout_s: float = Field(default=CODE_TIMEOUT_S, gt=0, allow_inf_nan=False,
+                                  description="wall-clock limit of one code verification")
+    math_timeout_s: float = Field(default=MATH_TIMEOUT_S, gt=0, allow_inf_nan=False,
+                                  description="deadline of one math answer check")
 
     def to_lib(self) -> ConstructConfig:
         return ConstructConfig(max_tasks=self.max_tasks or None, domain_weights=dict(self.domain_weights),
@@ -33,7 +35,8 @@ class VerifiersConfig(dg.Config):
 
 
 class ValidShareConfig(dg.Config):
-    min_valid_share: float = 0.8  # the check fails below this share of valid verifiers
+    min_valid_share: float = Field(default=0.8, ge=0, le=1, description="the check fails below this share of "
+                                                                       "valid verifiers")
 
 
 @dg.asset(deps=["task_pool"], group_name="verifiers", owners=OWNERS, kinds={"duckdb", "python"},

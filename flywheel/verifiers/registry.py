@@ -28,11 +28,17 @@ class Verifier(Protocol):
     def verify(self, task: dict[str, Any], response: Any) -> Verdict: ...
 
 
+CODE_TIMEOUT_S = 6.0
+"""Wall-clock limit of one code verification in the sandbox (the verifiers asset's default too)."""
+MATH_TIMEOUT_S = 5.0
+"""Deadline of one math answer check (parsing and comparing the expression; the verifiers asset's default too)."""
+
+
 class VerifierRegistry:
     """Verifiers by domain. `sandbox`: what code runs in (default: a warm local `SandboxPool`)."""
 
-    def __init__(self, sandbox: Any = None, workers: int | None = None, code_timeout_s: float = 6.0,
-                 math_timeout_s: float = 5.0, environments: Any = None) -> None:
+    def __init__(self, sandbox: Any = None, workers: int | None = None, code_timeout_s: float = CODE_TIMEOUT_S,
+                 math_timeout_s: float = MATH_TIMEOUT_S, environments: Any = None) -> None:
         self._sandbox = sandbox
         self._environments = environments
         self.workers = workers or max(2, os.cpu_count() or 2)
