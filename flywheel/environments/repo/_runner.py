@@ -1,31 +1,39 @@
 # ruff: noqa: UP031  (runs under whatever Python the sandbox has: plain %-formatting on purpose)
 """The repo environment's trusted test runner: runs as `main.py` inside the sandbox (standard library only).
 
-It runs test files against the repository in the work dir, in one child process (each test file
-its own module, like pytest), and prints one line `<nonce> {json}` with what the child reported. Why it is shaped like this:
-* The test sources arrive over stdin (hidden tests never touch the disk), with a per-run random
-  nonce; this process makes itself non-dumpable first, so same-uid processes cannot read its memory
-  or open its descriptors through /proc.
-* Each child is a fresh interpreter (`-I -S -B`, new session, empty environment, stdin from
-  /dev/null, stdout/stderr to a log file). It reads its test source from a pipe, then imports the
-  repository's code; what that code prints, a fake "PASSED" line, a `sys.exit(0)` or `os._exit(0)`
-  at import, cannot reach this process's stdout: an exit before the end frame leaves tests
-  unreported, and unreported tests fail.
-* The candidate shares the child's process with the tests: a program written to attack this
-  runner (walking frames to the report pipe) could forge frames. The verifier outside checks that
-  every test it expects from the pristine sources is reported exactly once, so naive forgeries
-  (extra, duplicate or early frames) fail; a deliberate reverse-engineered forgery is out of scope.
+It runs the test files itself and the repository's code in another process, and prints one line
+`<nonce> {json}` with each test's outcome. Why it is shaped like this:
+* The work dir is the candidate's: it leaves `sys.path` before anything else is imported, so a
+  repository file named `subprocess.py` or `unittest.py` is never this process's module.
+* The test sources, a per-run random nonce and the call protocol's source arrive over stdin
+  (hidden tests never touch the disk); this process makes itself non-dumpable first, so same-uid
+  processes cannot read its memory or open its descriptors through /proc.
+* The repository's code runs in a fresh interpreter (`-I -S -B`, new session, empty environment,
+  stdin from /dev/null, stdout/stderr to a log file) that serves calls over two pipes (the code
+  judge's protocol, `_harness_rpc.py`, with object references added by `_remote.py`). A test's
+  `import stack` here is a module whose attributes are round trips; values come back rebuilt as
+  built-in types. So nothing the candidate does in its process reaches the tests: an `__eq__` that
+  is always true, `unittest` asserts nulled at import, a profile hook swapping test code, a fake
+  "PASSED" line, `sys.exit(0)` or `os._exit(0)` at import change nothing here; the candidate has no
+  descriptor of this process's stdout and does not know the nonce, so it cannot write the report.
 """
 
-import ctypes
-import json
-import os
-import select
-import signal
-import struct
-import subprocess
-import sys
-import time
+import sys  # noqa: I001 - first, and the work dir out of the path before any other import
+
+if __name__ == "__main__":  # as the sandbox's main.py (importing this file in a test changes nothing)
+    _WORK = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", _WORK) and not (_WORK and p.startswith(_WORK + "/"))]
+
+import ctypes  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import linecache  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
 
 
 def _nondumpable():
@@ -36,77 +44,12 @@ def _nondumpable():
 
 
 def _shrug(signum, frame):
-    """Children share our uid and can signal us: catchable signals change nothing."""
+    """The candidate shares our uid and can signal us: catchable signals change nothing."""
 
 
-MAX_FRAME = 1 << 20
-MAX_REPORT = 256 << 10  # all frames together: the result line must fit under the sandbox's output cap
 OUT_FD, NONCE, DEADLINE, TAIL = 1, "", 0.0, 2000  # set by main(), before anything else runs
-
-CHILD = r'''
-import json, linecache, os, struct, sys, traceback, types
-RFD, WFD = int(sys.argv[1]), int(sys.argv[2])
-def _read(n):
-    b = b""
-    while len(b) < n:
-        c = os.read(RFD, n - len(b))
-        if not c:
-            os._exit(3)
-        b += c
-    return b
-(n,) = struct.unpack(">I", _read(4))
-FILES = json.loads(_read(n).decode("utf-8"))
-os.close(RFD)
-def wr(obj):
-    d = json.dumps(obj).encode()
-    d = struct.pack(">I", len(d)) + d
-    while d:
-        d = d[os.write(WFD, d):]
-def why(e, path):
-    tb = traceback.extract_tb(e.__traceback__)
-    at = next((f for f in reversed(tb) if f.filename == path), None)
-    where = " (%s line %d: %s)" % (path, at.lineno, (at.line or "").strip()[:160]) if at else ""
-    return ("%s: %s" % (type(e).__name__, str(e)[:300])) + where
-for path, src in FILES:
-    linecache.cache[path] = (len(src), None, src.splitlines(True), path)
-if any("unittest" in src for _, src in FILES):
-    import unittest
-sys.path.insert(0, os.getcwd())
-for path, src in FILES:
-    name = os.path.splitext(os.path.basename(path))[0]
-    mod = types.ModuleType(name)
-    mod.__file__ = path
-    sys.modules[name] = mod
-    try:
-        exec(compile(src, path, "exec"), mod.__dict__)
-    except BaseException as e:
-        wr({"f": path, "load_error": why(e, path)})
-        continue
-    cases = []
-    for k, v in list(mod.__dict__.items()):
-        if k.startswith("test") and isinstance(v, types.FunctionType):
-            cases.append((k, v))
-        elif isinstance(v, type) and k.startswith("Test") and "unittest" in sys.modules and issubclass(v, sys.modules["unittest"].TestCase):
-            for m in sorted(dir(v)):
-                if m.startswith("test") and callable(getattr(v, m, None)):
-                    cases.append(("%s.%s" % (k, m), (v, m)))
-    for label, fn in cases:
-        try:
-            if isinstance(fn, tuple):
-                res = sys.modules["unittest"].TestResult()
-                fn[0](fn[1]).run(res)
-                bad = res.errors + res.failures
-                if bad:
-                    wr({"f": path, "t": label, "ok": False, "err": bad[0][1].strip().splitlines()[-1][:400]})
-                    continue
-            else:
-                fn()
-            wr({"f": path, "t": label, "ok": True})
-        except BaseException as e:
-            wr({"f": path, "t": label, "ok": False, "err": why(e, path)})
-wr({"end": True})
-os._exit(0)
-'''
+MAX_FRAMES = 20000
+RPC = {"__name__": "_repo_rpc"}  # the call protocol, compiled from stdin by main()
 
 
 def say(text):
@@ -115,81 +58,135 @@ def say(text):
         line = line[os.write(OUT_FD, line):]
 
 
-def run_all(tests):
-    """Run the test files in a fresh child; return what it reported (frames), its exit and output tail."""
-    rep = {"status": "ok", "frames": [], "exit": None, "output": "", "timeout": False}
-    log_path = "/tmp/tests-%s.log" % os.urandom(8).hex()
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    r_src, w_src = os.pipe()
+def why(e, path):
+    tb = traceback.extract_tb(e.__traceback__)
+    at = next((f for f in reversed(tb) if f.filename == path), None)
+    where = " (%s line %d: %s)" % (path, at.lineno, (at.line or "").strip()[:160]) if at else ""
+    return ("%s: %s" % (type(e).__name__, str(e)[:300])) + where
+
+
+def _start_candidate(work, log_fd):
+    r_req, w_req = os.pipe()
     r_rep, w_rep = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-B", "-u", "-c", CHILD, str(r_src), str(w_rep)],
-        pass_fds=(r_src, w_rep), stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
+        [sys.executable, "-I", "-S", "-B", "-u", "-c", RPC["__source__"] + "\nserve_repository()\n",
+         str(r_req), str(w_rep)],
+        pass_fds=(r_req, w_rep), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"},
-        cwd=os.getcwd(), start_new_session=True, close_fds=True,
+        cwd=work, start_new_session=True, close_fds=True,
     )
-    os.close(fd)
-    os.close(r_src)
+    os.close(r_req)
     os.close(w_rep)
-    data = json.dumps(tests).encode("utf-8")
-    data = struct.pack(">I", len(data)) + data
-    try:
-        while data:
-            data = data[os.write(w_src, data):]
-    except OSError:
-        pass
-    os.close(w_src)
-    buf = b""
-    kept = 0
-    try:
-        while True:
-            left = DEADLINE - time.monotonic()
-            if left <= 0:
-                rep["timeout"] = True
-                break
-            r, _, _ = select.select([r_rep], [], [], left)
-            if not r:
-                continue
-            c = os.read(r_rep, 1 << 16)
-            if not c:
-                break
-            buf += c
-            while len(buf) >= 4:
-                (n,) = struct.unpack(">I", buf[:4])
-                if n > MAX_FRAME or kept + 4 + n > MAX_REPORT:
-                    rep["frames"].append({"bad": "oversized frame" if n > MAX_FRAME else "oversized report"})
-                    raise StopIteration
-                if len(buf) < 4 + n:
-                    break
-                try:
-                    rep["frames"].append(json.loads(buf[4:4 + n].decode("utf-8")))
-                except ValueError:
-                    rep["frames"].append({"bad": "malformed frame"})
-                buf = buf[4 + n:]
-                kept += 4 + n
-            if len(rep["frames"]) > 20000:
-                break
-    except StopIteration:
-        pass
-    finally:
-        os.close(r_rep)
+    return proc, r_rep, w_req
+
+
+def _cases(mod):
+    out = []
+    for k, v in list(mod.__dict__.items()):
+        if k.startswith("test") and isinstance(v, types.FunctionType):
+            out.append((k, v))
+        elif isinstance(v, type) and k.startswith("Test") and "unittest" in sys.modules and issubclass(
+                v, sys.modules["unittest"].TestCase):
+            out += [("%s.%s" % (k, m), (v, m)) for m in sorted(dir(v))
+                    if m.startswith("test") and callable(getattr(v, m, None))]
+    return out
+
+
+def _run_case(fn):
+    """None when the test passed, else why not."""
+    if isinstance(fn, tuple):
+        res = sys.modules["unittest"].TestResult()
+        fn[0](fn[1]).run(res)
+        bad = res.errors + res.failures
+        return bad[0][1].strip().splitlines()[-1][:400] if bad else None
+    fn()
+    return None
+
+
+def run_tests(tests, peer, frames):
+    """Each test file as its own module in this process, its repository imports served by the candidate."""
+    for path, src in tests:
+        linecache.cache[path] = (len(src), None, src.splitlines(True), path)
+    for path, src in tests:
+        name = os.path.splitext(os.path.basename(path))[0]
+        mod = types.ModuleType(name)
+        mod.__file__ = path
+        sys.modules[name] = mod
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            exec(compile(src, path, "exec"), mod.__dict__)
+        except BaseException as e:
+            frames.append({"f": path, "load_error": peer.fatal or why(e, path)})
+            continue
+        for label, fn in _cases(mod):
+            if len(frames) >= MAX_FRAMES:
+                return
+            try:
+                err = _run_case(fn) if not peer.fatal else peer.fatal
+            except BaseException as e:
+                err = peer.fatal or why(e, path)
+            frames.append({"f": path, "t": label, "ok": err is None} if err is None
+                          else {"f": path, "t": label, "ok": False, "err": str(err)[:400]})
+
+
+def _stop(proc):
+    """Kill the candidate and everything it started (as PID 1 of the sandbox's PID namespace, all of them)."""
+    for target in ((-1,) if os.getpid() <= 2 else ()) + (-proc.pid,):
+        try:
+            os.kill(target, signal.SIGKILL)
         except OSError:
             pass
+    try:
+        proc.wait(timeout=2)
+    except Exception:
+        pass
+
+
+def run_all(tests):
+    """Start the candidate, run the test files here against it; what they did, its exit and output tail."""
+    Peer, Broken, finder = RPC["RepoPeer"], RPC["Broken"], RPC["RemoteFinder"]
+    rep = {"status": "ok", "frames": [], "exit": None, "output": "", "timeout": False}
+    work = os.getcwd()
+    log_path = "/tmp/tests-%s.log" % os.urandom(8).hex()
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    tail_fd = os.open(log_path, os.O_RDONLY)  # held: swapping the path for a FIFO cannot block us
+    proc, rfd, wfd = _start_candidate(work, fd)
+    os.close(fd)
+    timeout_text = "timed out: the tests did not finish within the time limit"
+    peer = Peer(rfd, wfd, deadline=DEADLINE, nan_ok=True, strict=True, timeout_text=timeout_text)
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = io.StringIO()  # what tests print is theirs, not this process's report
+    hook = finder(peer, work)
+    try:
+        hello = peer.recv()
+        if type(hello) is not dict or not hello.get("ready"):
+            raise Broken("the repository process did not start")
+        sys.meta_path.insert(0, hook)
+        run_tests(tests, peer, rep["frames"])
+    except Broken:
+        pass
+    finally:
+        if hook in sys.meta_path:
+            sys.meta_path.remove(hook)
+        sys.stdout, sys.stderr = saved
+        rep["timeout"] = peer.fatal == timeout_text
+        if peer.fatal:
+            done = {(f.get("f"), f.get("t")) for f in rep["frames"]}
+            rep["frames"] += [{"f": p, "load_error": peer.fatal} for p, _ in tests
+                              if not any(d[0] == p for d in done)]
         try:
-            proc.wait(timeout=2)
+            peer.deadline = time.monotonic() + 0.5
+            peer.send({"op": "exit"})
         except Exception:
             pass
+        _stop(proc)
         rep["exit"] = proc.returncode
         try:
-            with open(log_path, "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - TAIL))
-                rep["output"] = f.read().decode("utf-8", "replace")
+            size = os.fstat(tail_fd).st_size
+            rep["output"] = os.pread(tail_fd, TAIL, max(0, size - TAIL)).decode("utf-8", "replace")
             os.unlink(log_path)
         except OSError:
             pass
+    rep["frames"].append({"end": True})
     return rep
 
 
@@ -207,13 +204,15 @@ def main():
     TAIL = int(cfg.get("output_tail", 2000))
     started = False
     try:
+        RPC["__source__"] = cfg.pop("rpc_source")
+        exec(compile(RPC["__source__"], "_repo_rpc.py", "exec"), RPC)
         say("-started")  # from here the repository's code runs: a missing verdict is its failure
         started = True
         result = run_all(cfg["tests"])
         result["dumpable_off"] = dumpable_off
     except BaseException as e:
-        why = "%s: %s" % (type(e).__name__, e)
-        result = {"status": "disrupted" if started else "harness_error", "reason": why[:300]}
+        why_ = "%s: %s" % (type(e).__name__, e)
+        result = {"status": "disrupted" if started else "harness_error", "reason": why_[:300]}
     try:
         text = json.dumps(result)
     except (TypeError, ValueError) as e:

@@ -44,8 +44,9 @@ from flywheel.environments.verdict import Verdict, failed
 
 _HERE = Path(__file__).parent
 VERSION = "repo-1-" + hashlib.sha256(b"".join(
-    (_HERE / f).read_bytes() for f in ("_runner.py", "judge.py", "tools.py", "spec.py", "env.py"))).hexdigest()[:8]
-"""Changes whenever the runner, the judge, the tools or the replay change: cached verdicts are then re-scored."""
+    (_HERE / f).read_bytes() for f in ("_runner.py", "_remote.py", "judge.py", "tools.py", "spec.py", "env.py",
+                                       "../code/_harness_rpc.py", "../code/_harness_values.py"))).hexdigest()[:8]
+"""Changes whenever the runner, its call protocol, the judge, the tools or the replay change: cached verdicts are then re-scored."""
 MAX_CALLS = 64
 _RESULT_RE = re.compile(re.escape(RESULT_OPEN) + r".*?" + re.escape(RESULT_CLOSE), re.S)
 

@@ -1,15 +1,18 @@
 """Run test files against a repository tree in the sandbox, and judge a final tree by the hidden tests.
 
-`run_tests` sends the tree as the work dir's files and the test sources over stdin to the trusted
-runner (`_runner.py`), then reads its single nonce-marked line. `judge_tree` is the verdict:
+`run_tests` sends the tree as the work dir's files, and the test sources and the call protocol
+(`RPC_SOURCE`) over stdin, to the trusted runner (`_runner.py`), which runs the tests in its own
+process against the repository's code in another (values cross rebuilt as built-in types), then
+reads its single nonce-marked line. `judge_tree` is the verdict:
 1. a visible test file changed or deleted, or a `conftest.py`/`sitecustomize.py`/`.pth` added or
    changed, fails outright (the tests are the task; changing them is not solving it);
 2. the judged tree is the final tree with every visible test restored from the pristine snapshot
    (byte-identical to what the model was given) and the hidden tests sent over stdin only;
 3. it passes when every test the pristine sources define (found by parsing them here, not by
    trusting the runner) is reported exactly once, passed, and no file is left unreported.
-A runner line missing after the repository's code started, or two lines, is the code's failure;
-a runner that never started is an infrastructure error (`VerifierInfraError`, retried, never scored).
+A runner line missing, cut or doubled after the repository's code started is the code's failure, as
+is a tree the tools would not have built (a path both a file and a folder); a runner that never
+started is an infrastructure error (`VerifierInfraError`, retried, never scored).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flywheel.environments.code.verifier import RPC_SOURCE as CODE_RPC_SOURCE
 from flywheel.environments.repo.snapshot import collision, tree_hash
 from flywheel.environments.repo.spec import RepoSpec, forbidden
 from flywheel.environments.verdict import Verdict, VerifierInfraError, failed, passed
@@ -30,6 +34,8 @@ from flywheel.sandbox.base import Limits
 
 RUNNER_SOURCE = Path(__file__).with_name("_runner.py").read_text(encoding="utf-8")
 RUNNER_SHA256 = hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()
+RPC_SOURCE = CODE_RPC_SOURCE + "\n" + Path(__file__).with_name("_remote.py").read_text(encoding="utf-8")
+"""The call protocol between the runner and the repository's process: the code judge's, plus object references."""
 STARTUP_SLACK_S = 5.0
 
 
@@ -127,7 +133,7 @@ def _file_result(path: str, source: str, rep: dict[str, Any], ended: bool) -> Fi
 def run_tests(sandbox: Any, tree: Mapping[str, bytes], tests: list[tuple[str, str]], timeout_s: float) -> TestRun:
     """Run `tests` ((path, source) pairs) against `tree` in the sandbox; never raises on the tree's behaviour."""
     nonce = secrets.token_hex(16)
-    cfg = {"nonce": nonce, "timeout_s": timeout_s, "tests": [list(t) for t in tests]}
+    cfg = {"nonce": nonce, "timeout_s": timeout_s, "tests": [list(t) for t in tests], "rpc_source": RPC_SOURCE}
     wall = timeout_s + STARTUP_SLACK_S
     res = sandbox.run(RUNNER_SOURCE, files=dict(tree), stdin=json.dumps(cfg), collect=("main.py",),
                       limits=Limits(wall_timeout_s=wall, cpu_time_s=wall, memory_mb=1024, max_processes=32,

@@ -148,8 +148,9 @@ def test_hack_probes_fail_for_the_hack_itself(repo_env):
 def test_forgeries_are_reported_as_such(repo_env):
     task = generate("train", 1, seed=2)[0]
     v = {c.name: repo_env.verify(task, c.response) for c in repo_env.validation(task) if c.kind == "hack"}
-    assert "forged report" in v["forge_report_frames"].reason
-    assert any("not run" in f for f in v["os_exit_at_import"].details["failures"])
+    # the candidate has no way to the report: a frame written to any descriptor breaks its own pipe
+    assert v["forge_report_frames"].reward == 0.0 and v["forge_report_frames"].details["failures"]
+    assert any("exited before answering" in f for f in v["os_exit_at_import"].details["failures"])
     assert any("SystemExit" in f for f in v["sys_exit_at_import"].details["failures"])
     assert "killed" in v["kill_runner"].reason
 

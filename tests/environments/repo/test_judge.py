@@ -23,20 +23,25 @@ def _fix(task) -> tuple[str, str, str]:
     return path, fixed, format_call("write_file", {"path": path, "content": fixed})
 
 
-FRAME_BOMB = """import os, struct, sys
+FRAME_BOMB = """import os, struct
+d = b'{{"f": "x", "t": "test_x", "ok": true, "pad": "' + b'a' * {size} + b'"}}'
 for _ in range({n}):
-    d = b'{{"f": "x", "pad": "' + b'a' * {size} + b'"}}'
-    os.write(int(sys.argv[2]), struct.pack(">I", len(d)) + d)
+    for fd in range(3, 32):
+        try:
+            os.write(fd, struct.pack(">I", len(d)) + d)
+        except OSError:
+            pass
 """
 
 
 @pytest.mark.parametrize("n, size", [(1, 1_040_000), (6, 200_000)])
 def test_report_frames_past_the_output_cap_score_zero(repo_env, task, n, size):
-    """Frames written to the report pipe at import, together past the sandbox's 1 MB output cap."""
+    """Frames written at import to every descriptor, together past the sandbox's 1 MB output cap: the report is
+    the runner's own (the candidate holds no descriptor of it), so the flood only breaks the candidate's pipe."""
     path, fixed, fix = _fix(task)
     bomb = format_call("write_file", {"path": path, "content": FRAME_BOMB.format(n=n, size=size) + fixed})
     v = repo_env.verify(task, fix + bomb + SUBMIT)
-    assert v.reward == 0.0 and "forged report" in v.reason, v
+    assert v.reward == 0.0 and "call protocol" in " ".join(v.details["failures"]), v
 
 
 def test_a_lone_surrogate_in_write_file_is_an_illegal_call(repo_env, task):
@@ -65,3 +70,74 @@ def test_a_path_colliding_with_a_visible_test_scores_zero(repo_env, task):
     tree[spec.test_files[0] + "/x.py"] = b"x"
     v = judge_tree(spec, tree, repo_env.sandbox)
     assert v.reward == 0.0 and "cannot be under it" in v.reason, v
+
+
+CALC = "def add(a, b):\n    return a - b\n"
+VISIBLE = "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
+HIDDEN = '''import unittest
+
+from calc import add
+
+
+def test_add():
+    assert add(2, 3) == 5
+    assert add(-1, 1) == 0
+
+
+class TestAdd(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+'''
+ATTACKS = {
+    "always_true_eq": "class Any:\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n\n\n"
+                      "def add(a, b):\n    return Any()\n",
+    "nulled_unittest": "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\n"
+                       "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n" + CALC,
+    "profile_swaps_tests": '''import sys, types
+
+def _swap(frame, event, arg):
+    for m in list(sys.modules.values()):
+        for k, v in list(getattr(m, "__dict__", {}).items()):
+            if k.startswith("test") and isinstance(v, types.FunctionType):
+                v.__code__ = (lambda: None).__code__
+            if k.startswith("Test") and isinstance(v, type):
+                for a in list(vars(v)):
+                    if a.startswith("test"):
+                        setattr(v, a, lambda self: None)
+
+sys.setprofile(_swap)
+''' + CALC,
+}
+
+
+@pytest.fixture(scope="module")
+def calc_task():
+    from flywheel.environments.repo.spec import make_reference
+    from flywheel.environments.task import Task
+
+    ref = make_reference({"calc.py": CALC, "tests/test_calc.py": VISIBLE}, ["tests/test_calc.py"],
+                         {"tests/hidden/test_calc_hidden.py": HIDDEN}, timeout_s=5.0)
+    return Task("repo-calc", "repo", "fix add", ref, "")
+
+
+def _write(path, content):
+    return format_call("write_file", {"path": path, "content": content})
+
+
+def test_the_tests_run_where_the_candidate_cannot_patch_them(repo_env, calc_task):
+    fixed = "def add(a, b):\n    return a + b\n"
+    assert repo_env.verify(calc_task, _write("calc.py", fixed) + SUBMIT).reward == 1.0  # the honest fix
+    assert repo_env.verify(calc_task, SUBMIT).reward == 0.0
+    for name, src in ATTACKS.items():
+        v = repo_env.verify(calc_task, _write("calc.py", src) + SUBMIT)
+        assert v.reward == 0.0 and "tests failed" in v.reason, (name, v)
+
+
+@pytest.mark.parametrize("module", ["subprocess", "json", "unittest", "traceback", "types"])
+def test_a_repository_file_named_like_the_standard_library_never_runs_in_the_runner(repo_env, calc_task, module):
+    """The work dir leaves the runner's path first: `subprocess.py` killed the old runner (an infra error)."""
+    fixed = "def add(a, b):\n    return a + b\n"
+    shadow = _write(f"{module}.py", "raise SystemExit(0)\n")
+    assert repo_env.verify(calc_task, shadow + _write("calc.py", fixed) + SUBMIT).reward == 1.0
+    v = repo_env.verify(calc_task, shadow + SUBMIT)
+    assert v.reward == 0.0 and "tests failed" in v.reason, v
