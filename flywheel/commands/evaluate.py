@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from flywheel.commands.argtypes import constrain, domain_counts
+from flywheel.commands.argtypes import domain_counts
 from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.rollback import (
     RegistryLookupError,
@@ -15,13 +15,6 @@ from flywheel.commands.rollback import (
 )
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.evaluation.suites import EvalConfig
-
-EVAL_BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    "n_samples": (1, None), "temperature": (0, None), "max_new_tokens": (1, None), "max_steps": (0, None),
-    "tasks_per_domain": (0, None), "price_per_1k_prompt_tokens": (0, None),
-    "price_per_1k_completion_tokens": (0, None), "n_boot": (1, None), "alpha": (0, 1),
-}
-"""Ranges of the generated EvalConfig flags (checked as argparse reads them: exit 2, nothing evaluated)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +26,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--champion", action="store_true", help="compare against the registry's champion")
     group = p.add_argument_group("evaluation config (EvalConfig)")
     add_flags(group, EvalConfig)
-    constrain(p, EVAL_BOUNDS, strict_low=frozenset({"alpha"}))
     group.add_argument("--tasks", dest="tasks_per_domain", type=domain_counts, default=argparse.SUPPRESS,
                        metavar="DOMAIN:COUNT,...", help="held-out tasks per domain, e.g. math:5,code:3 (domains "
                                                         "left out are not evaluated; same as --tasks-per-domain)")

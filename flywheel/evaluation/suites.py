@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from flywheel.config_fields import option
+from flywheel.config_fields import check_choices, option
+from flywheel.defaults import SERVING_TEMPERATURE
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import DOMAINS, HELDOUT_SIZE, heldout_suite
 
@@ -27,30 +28,30 @@ class EvalConfig:
     `benchmarks/bench_gate.py` needs for the gate to catch a +5-point gain 80% of the time. The
     `flywheel evaluate` flags and the `eval_report` Dagster config are generated from these fields."""
 
-    n_samples: int = option(8, "samples per task at `temperature`; pass@k for every k <= n_samples")
-    temperature: float = option(0.7, "sampling temperature of the pass@k samples (what production serves)")
+    n_samples: int = option(8, "samples per task at `temperature`; pass@k for every k <= n_samples", ge=1)
+    temperature: float = option(SERVING_TEMPERATURE, "sampling temperature of the pass@k samples (default: what "
+                                                     "production serves)", ge=0)
     greedy: bool = option(True, "also score one greedy (temperature 0) sample per task: greedy pass@1")
-    max_new_tokens: int = option(160, "token budget per response (agents: all steps, tool results included)")
-    max_steps: int = option(6, "tool calls an agent task may take before it is cut off")
-    seed: int = option(0, "sampling and bootstrap seed, used as given when derive_seed is off")
+    max_new_tokens: int = option(160, "token budget per response (agents: all steps, tool results included)", ge=1)
+    max_steps: int = option(6, "tool calls an agent task may take before it is cut off", ge=0)
+    seed: int = option(0, "sampling and bootstrap seed, used as given when derive_seed is off", ge=0)
     derive_seed: bool = option(True, "derive the seed from what is evaluated (a turn: the base model and the "
                                      "log partitions the candidate was trained on; `flywheel evaluate`: the "
                                      "checkpoints): fresh for new inputs, shared by both models, equal for "
                                      "equal inputs; off: use `seed`")
     tasks_per_domain: Mapping[str, int] = option(dict(HELDOUT_SIZE),
                                                  "held-out tasks per domain (0 or absent: domain not evaluated); "
-                                                 "default: each built-in environment's heldout_size")
+                                                 "default: each built-in environment's heldout_size", ge=0)
     domain_tasks: Mapping[str, int] = option({}, "held-out tasks per domain of the installed environments, merged "
                                                  "into tasks_per_domain: a domain, a glob (rg.*) or family:NAME, "
-                                                 "e.g. {\"rg.*\": 20} (each matched domain gets 20)")
-    price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens")
-    price_per_1k_completion_tokens: float = option(0.0015, "USD per 1000 completion tokens")
-    n_boot: int = option(1000, "bootstrap resamples per interval")
-    alpha: float = option(0.05, "1 - confidence level of every interval")
+                                                 "e.g. {\"rg.*\": 20} (each matched domain gets 20)", ge=0)
+    price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens", ge=0)
+    price_per_1k_completion_tokens: float = option(0.0015, "USD per 1000 completion tokens", ge=0)
+    n_boot: int = option(1000, "bootstrap resamples per interval", ge=1)
+    alpha: float = option(0.05, "1 - confidence level of every interval", gt=0, le=1)
 
     def __post_init__(self) -> None:
-        if self.n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        check_choices(self)  # ranges, finiteness
         unknown = set(self.tasks_per_domain) - set(DOMAINS)
         if unknown:  # beyond math/code/agent: a domain of an installed environment
             from flywheel.environments.registry import default_environments

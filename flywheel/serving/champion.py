@@ -19,6 +19,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
+from flywheel.defaults import SERVING_TEMPERATURE
 from flywheel.environments.registry import default_environments
 from flywheel.evaluation.runner import ScoreFn, score_all
 from flywheel.paths import FlywheelPaths
@@ -35,7 +36,7 @@ from flywheel.world.traffic import simulate_day
 class ServeConfig:
     """How the champion serves traffic (production settings, not evaluation ones)."""
 
-    temperature: float = field(default=0.7, metadata={"help": "sampling temperature in production"})
+    temperature: float = field(default=SERVING_TEMPERATURE, metadata={"help": "sampling temperature in production"})
     max_new_tokens: int = field(default=160, metadata={"help": "token budget per response (agents: all steps)"})
     max_steps: int = field(default=6, metadata={"help": "tool calls per agent task"})
     seed: int = field(default=0, metadata={"help": "mixed with the day's RNG: each day samples differently"})

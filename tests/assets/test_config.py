@@ -23,6 +23,11 @@ def _flags(command: str) -> dict[str, argparse.Action]:
     return out
 
 
+def _range(spec) -> str:
+    """The launchpad's description ends with the field's range (declared once, on the library field)."""
+    return f" ({spec.range.describe()})" if spec.range is not None else ""
+
+
 @pytest.mark.parametrize(("command", "config", "lib", "left_out"), [
     ("train", RlvrConfig, GRPOConfig, set(PLACEMENT)), ("evaluate", EvalReportConfig, EvalConfig, set())])
 def test_cli_and_dagster_config_show_the_same_defaults_and_help(command, config, lib, left_out):
@@ -37,10 +42,10 @@ def test_cli_and_dagster_config_show_the_same_defaults_and_help(command, config,
         prefix = config.spread_fields.get(spec.name)
         if prefix is not None:  # one launchpad field per key, e.g. tasks_math
             assert {k: dagster[prefix + k].default for k in spec.default} == flag.default
-            assert all(dagster[prefix + k].description == f"{help_text}: {k}" for k in spec.default)
+            assert all(dagster[prefix + k].description == f"{help_text}: {k}{_range(spec)}" for k in spec.default)
             continue
         field = dagster[spec.name]
-        assert field.description == help_text, spec.name
+        assert field.description == help_text + _range(spec), spec.name
         assert (tuple(field.default) if spec.kind is tuple else field.default) == flag.default, spec.name
     # and both build the same library config
     assert config().to_lib() == from_args(lib, build_parser().parse_args([command, "x"] if command == "evaluate"
@@ -48,7 +53,7 @@ def test_cli_and_dagster_config_show_the_same_defaults_and_help(command, config,
 
 
 def test_the_rft_stage_config_is_the_same_in_the_cli_and_dagster():
-    from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
+    from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 
     flags, dagster = _flags("train"), RlvrConfig.model_fields
     lib, specs = RlvrConfig.nested_specs[RFT_PREFIX]
