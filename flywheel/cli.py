@@ -31,10 +31,19 @@ class StrictParser(argparse.ArgumentParser):
     `--warehouse`), and under --json a usage error is the one JSON object on stdout."""
 
     json_requested = False  # set by `main` from the raw argv, before parsing
+    is_top = False  # the `flywheel` parser itself; every other one is a command's
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """A command's parser reports an argument it does not know itself (`flywheel ingest: error: unrecognized
+        arguments: --warehous`, see `flywheel ingest --help`), instead of argparse's top-level message."""
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and not self.is_top:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
 
     def error(self, message: str) -> NoReturn:
         """One line naming the command and what is wrong (not the whole usage: `--help` has that); exit 2."""
@@ -71,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = StrictParser(prog="flywheel", description=__doc__.splitlines()[0],
                           epilog="exit codes: " + ", ".join(f"{c} {m.split(':')[0]}" for c, m in EXIT_CODES.items())
                           + " (docs/cli.md)")
+    parser.is_top = True
     parser.add_argument("--version", action="version", version=f"flywheel {package_version()}")
     # subparsers are made with the parent's class (StrictParser), so every level rejects abbreviations
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -37,6 +37,7 @@ def test_every_parser_rejects_abbreviated_flags(tmp_path, capsys):
     assert len(parsers) >= 10 and all(not p.allow_abbrev for p in [build_parser(), *parsers])
     err = _usage_error(["ingest", str(tmp_path), "--warehous", str(tmp_path / "w.duckdb")], capsys)
     assert "unrecognized arguments: --warehous" in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("flywheel ingest: error:") and "see `flywheel ingest --help`" in err  # the command's help
     assert not (tmp_path / "w.duckdb").exists()
     assert "unrecognized arguments: --tempera" in _usage_error(["model", "sample", "--tempera", "1"], capsys)
 
