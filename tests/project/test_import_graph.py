@@ -11,9 +11,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "flywheel"
-PROGRAMS = ("flywheel.environments.code._harness", "flywheel.sandbox._")
-"""Files run as programs, not modules to import (prefixes): the code judge (reads its job from stdin) and the
-sandbox's trusted half (run by the system Python under neutral names, its parts import each other top-level)."""
+PROGRAMS = ("flywheel.environments.code._harness", "flywheel.environments.repo._remote", "flywheel.sandbox._")
+"""Files run as programs, not modules to import (prefixes): the code judge (reads its job from stdin), the repo
+judge's object-reference half (appended to the judge's source), and the sandbox's trusted half (run by the system
+Python under neutral names, its parts import each other top-level)."""
 
 
 def _module_name(path: Path) -> str:

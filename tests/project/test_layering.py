@@ -13,6 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MAX_ASSET_BODY_LINES = 30
 DAGSTER_PACKAGES = ("dagster", "dagster_duckdb", "dagster_k8s", "dagster_ray", "dagster_webserver")
+PROGRAMS = ("flywheel.environments.code._harness", "flywheel.environments.repo._remote", "flywheel.sandbox._")
+"""Files run as programs inside the sandbox, not modules to import (prefixes)."""
 
 
 def _imports(path: Path) -> set[str]:
@@ -37,7 +39,7 @@ def test_library_does_not_pull_in_dagster_transitively(tmp_path):
     """Importing every library module (a fresh interpreter, outside the repo) loads no dagster package."""
     code = ("import importlib, pkgutil, sys, flywheel\n"
             "for m in pkgutil.walk_packages(flywheel.__path__, 'flywheel.'):\n"
-            "    if not m.name.startswith(('flywheel.environments.code._harness', 'flywheel.sandbox._')):  # programs\n"
+            f"    if not m.name.startswith({PROGRAMS!r}):\n"
             "        importlib.import_module(m.name)\n"
             f"bad = sorted(n for n in sys.modules if n.split('.')[0] in {DAGSTER_PACKAGES!r})\n"
             "assert not bad, bad[:10]\n")
@@ -129,6 +131,8 @@ def test_domain_literal_scan_finds_a_planted_one(tmp_path):
 IMPORTS_BY_NAME = {
     "flywheel/environments/registry.py": "loads entry-point targets (`module:attr`): that is what a plug-in is",
     "flywheel/sandbox/_isolate.py": "preloads standard-library modules inside the sandbox (a program, not the library)",
+    "flywheel/environments/repo/_remote.py": "imports the repository's modules a test asks for, inside the sandbox "
+                                             "(a program appended to the judge's source, not the library)",
 }
 
 
