@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.gpu import GpuSpec
+from flywheel.monitoring.canary import CanaryVerdict
 from flywheel.monitoring.sequential import RollbackConfig, RollbackDecision, decide_rollback
 from flywheel.monitoring.sources import live_counts
 from flywheel.monitoring.weights import weights_hash
@@ -57,13 +58,15 @@ def deploy_candidate(
     candidate_path: str | Path, base_model: str, eval_dir: str | Path, paths: FlywheelPaths,
     log_partitions: Sequence[str] = (), training_run_id: str | None = None,
     gate: GateConfig | None = None, gpu: GpuSpec | None = None, model_name: str = DEFAULT_MODEL_NAME,
-    extra_lineage: Mapping[str, Any] | None = None,
+    extra_lineage: Mapping[str, Any] | None = None, canary: CanaryVerdict | None = None,
 ) -> DeploymentResult:
     """Register the candidate evaluated in `eval_dir` (its MLflow source run: `training_run_id`),
     and promote it if it beat the champion it was compared to.
 
     If the champion moved since that evaluation (another base model's run promoted in
-    between), the comparison is stale: the candidate is registered but not promoted.
+    between), the comparison is stale: the candidate is registered but not promoted. With a `canary` (the
+    candidate's paired live outcomes in shadow beside the champion), promotion also needs the canary to pass:
+    a candidate that wins offline but loses on live traffic stays registered, not promoted.
     """
     paths = paths.ensure()
     reg = Registry(paths.mlflow_uri, model_name, artifact_location=paths.mlflow_artifacts.as_uri())
@@ -85,8 +88,15 @@ def deploy_candidate(
                   f"{ev.champion_uri}; re-run eval_report for {base_model}")
         reg.set_tags(ref.version, {"flywheel.promoted": "false", "flywheel.gate_reason": reason})
         decision = PromotionDecision(False, reason, ref.uri, current.uri, current.uri)
+    elif canary is not None and not canary.passed:
+        reason = f"kept {current.uri if current else None}: {canary.reason}"
+        reg.set_tags(ref.version, {"flywheel.promoted": "false", "flywheel.gate_reason": reason})
+        decision = PromotionDecision(False, reason, ref.uri, current.uri if current else None,
+                                     current.uri if current else None)
     else:
         decision = promote_if_better(reg, ref, ev.comparison, gate)
+    if canary is not None:
+        reg.set_tags(ref.version, {"flywheel.canary": canary.to_dict()})
     champ = reg.champion()
     assert champ is not None
     return DeploymentResult(ref, decision, champ, {k: str(v) for k, v in written.items()})

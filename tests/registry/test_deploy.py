@@ -46,3 +46,32 @@ def test_a_rollback_records_why_in_the_history_and_on_the_version(mlflow_registr
     events = json.loads(mlflow_registry.client.get_registered_model("flywheel-policy").tags[EVENTS_TAG])
     assert events[-1]["reason"] == "rollback from 2 to 1: live pass rate dropped"
     assert mlflow_registry.get("2").tags[ROLLED_BACK_TAG] == "live pass rate dropped"
+
+
+def test_a_candidate_that_wins_offline_but_loses_in_the_canary_is_not_promoted(mlflow_registry, random_tiny,
+                                                                                flywheel_home, tmp_path):
+    from flywheel.evaluation.report import write_report
+    from flywheel.evaluation.runner import EvalReport, TaskResult, aggregate, compare
+    from flywheel.evaluation.suites import EvalConfig
+    from flywheel.monitoring.canary import Pair, canary_verdict
+    from flywheel.registry.deploy import deploy_candidate
+
+    base = random_tiny(flywheel_home.models / "base" / "tiny-test")
+    mlflow_registry.ensure_champion(base, "tiny-test")
+    cfg = EvalConfig(n_samples=2, n_boot=200)
+
+    def report(model, math):  # 60 math tasks: the candidate solves every one, the champion half its samples
+        tasks = [TaskResult(f"math-{i}", "math", math, 1.0, 10, 5, 1.0, 0.0) for i in range(60)]
+        return EvalReport(model, cfg, tasks, aggregate(tasks, cfg))
+
+    cand, champ = report("cand", (True, True)), report("flywheel-policy:1", (True, False))
+    out = tmp_path / "eval"
+    write_report(out, cand, champ, compare(cand, champ))
+    (out / "meta.json").write_text(json.dumps({"champion_uri": "flywheel-policy:1"}))
+    loses = canary_verdict([Pair(f"t{i}", "math", True, i % 3 == 0) for i in range(300)])  # live: 1/3 vs all
+    res = deploy_candidate(base, "tiny-test", out, flywheel_home, canary=loses)
+    assert not res.decision.promoted and res.champion.version == "1"
+    assert "loses on live traffic" in res.decision.reason
+    assert json.loads(mlflow_registry.get(res.candidate.version).tags["flywheel.canary"])["passed"] is False
+    res = deploy_candidate(base, "tiny-test", out, flywheel_home)  # the same evaluation without the canary
+    assert res.decision.promoted and res.champion.uri == res.candidate.uri

@@ -1,0 +1,107 @@
+"""The canary's verdict: does the candidate, answering real requests in shadow beside the champion, do at
+least as well as the champion on the same requests?
+
+Each pair is one production request both models answered (both verified; only the champion's answer was
+served). The paired difference (candidate passed - champion passed) per request has mean d; its interval
+is a normal interval over requests, which is accurate at the hundreds of pairs a canary day gives. The
+candidate fails the canary when the whole interval lies below -`margin`: it is shown to lose on today's
+traffic, which the held-out sets may not represent. The burden of proof stays where it is: the offline gate
+must show the candidate is better; the canary, that it does no harm (a share of one day's traffic gives a
+few hundred pairs, too few to prove equality within a point or two, plenty to catch a real loss).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flywheel.config_fields import option
+
+Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class CanaryConfig:
+    """How much of a day's traffic the candidate shadows and what it must show there."""
+
+    share: float = option(0.1, "Share of the day's requests the candidate also answers, in shadow (seeded).")
+    margin: float = option(0.0, "The canary fails when the paired 95% interval of candidate minus champion "
+                                "lies wholly below -margin: the candidate loses on the shared requests.")
+    min_pairs: int = option(100, "Paired requests needed before the canary can pass; fewer is a fail.")
+    seed: int = option(0, "Seed of which requests are shadowed.")
+
+    def __post_init__(self) -> None:
+        if not 0 < self.share <= 1:
+            raise ValueError(f"CanaryConfig.share must be in (0, 1], got {self.share}")
+        if not 0 <= self.margin < 1 or self.min_pairs < 1:
+            raise ValueError("CanaryConfig.margin must be in [0, 1) and min_pairs >= 1")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One request both models answered."""
+
+    task_id: str
+    domain: str
+    champion: bool
+    candidate: bool
+
+
+@dataclass(frozen=True)
+class CanaryVerdict:
+    """The paired live comparison: candidate minus champion pass rate on the shadowed requests."""
+
+    passed: bool
+    reason: str
+    n: int
+    diff: float
+    lo: float
+    hi: float
+    per_domain: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _interval(diffs: Sequence[int]) -> tuple[float, float, float]:
+    d = statistics.fmean(diffs)
+    half = Z95 * math.sqrt(statistics.pvariance(diffs) / len(diffs)) if len(diffs) > 1 else 1.0
+    return d, d - half, d + half
+
+
+def canary_verdict(pairs: Sequence[Pair], config: CanaryConfig | None = None) -> CanaryVerdict:
+    """Non-inferiority of the candidate on the shadowed requests (see the module doc)."""
+    cfg = config or CanaryConfig()
+    if len(pairs) < cfg.min_pairs:
+        return CanaryVerdict(False, f"canary: {len(pairs)} shadowed requests, fewer than {cfg.min_pairs}",
+                             len(pairs), 0.0, -1.0, 1.0)
+    d, lo, hi = _interval([int(p.candidate) - int(p.champion) for p in pairs])
+    per: dict[str, dict[str, float]] = {}
+    for dom in sorted({p.domain for p in pairs}):
+        ps = [p for p in pairs if p.domain == dom]
+        dd, dlo, dhi = _interval([int(p.candidate) - int(p.champion) for p in ps])
+        per[dom] = {"n": len(ps), "champion": round(statistics.fmean(p.champion for p in ps), 4),
+                    "candidate": round(statistics.fmean(p.candidate for p in ps), 4),
+                    "diff": round(dd, 4), "lo": round(dlo, 4), "hi": round(dhi, 4)}
+    ok = hi >= -cfg.margin
+    said = (f"canary: candidate {d:+.3f} [{lo:+.3f}, {hi:+.3f}] vs the champion on {len(pairs)} shadowed "
+            f"production requests; " + ("not shown worse" if ok else "it loses on live traffic"))
+    return CanaryVerdict(ok, said, len(pairs), round(d, 4), round(lo, 4), round(hi, 4), per)
+
+
+def side_by_side(eval_diffs: Mapping[str, float], verdict: CanaryVerdict) -> str:
+    """A Markdown table: per domain, the offline evaluation's pass@1 difference beside the canary's live one."""
+    rows = ["| domain | eval diff (held-out) | live diff (canary) | live pairs |", "|---|---|---|---|"]
+    for dom in sorted(set(eval_diffs) | set(verdict.per_domain) - {"overall"}):
+        live = verdict.per_domain.get(dom)
+        ev = eval_diffs.get(dom)
+        rows.append(f"| {dom} | {'n/a' if ev is None else f'{ev:+.3f}'} | "
+                    + (f"{live['diff']:+.3f} [{live['lo']:+.3f}, {live['hi']:+.3f}] | {live['n']} |" if live
+                       else "n/a | 0 |"))
+    ov = eval_diffs.get("overall")
+    rows.append(f"| overall | {'n/a' if ov is None else f'{ov:+.3f}'} | {verdict.diff:+.3f} "
+                f"[{verdict.lo:+.3f}, {verdict.hi:+.3f}] | {verdict.n} |")
+    return "\n".join(rows)
