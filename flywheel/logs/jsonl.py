@@ -1,8 +1,10 @@
-"""Reading JSONL logs: whole-line byte chunks of a file (any compression), the lines of a chunk as an
-Arrow table, and the precise reason a line is not valid JSON."""
+"""Reading JSON logs as streams: whole-line byte chunks of a JSONL file and the records of a JSON array
+file (any compression, under a decompression cap; a line or record over the size cap streams by
+unbuffered), the lines of a chunk as an Arrow table, and the precise reason a line is not valid JSON."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -11,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flywheel.logs.arrow_ops import SCAN_CHUNK
+from flywheel.logs.json_array import HEAD_BYTES, Skipped, array_records, too_large
 from flywheel.logs.sources import SourceFile
 
 
@@ -27,33 +30,73 @@ def json_error(line: str) -> str:
     return "not valid JSON (rejected by the strict parser: NaN, control characters or a duplicate-key oddity)"
 
 
-def jsonl_chunks(src: SourceFile, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression."""
-    compression = "detect" if src.path.endswith(".gz") else None
-    with src.fs.open_input_stream(src.path, compression=compression) as f:
-        buf, done, first = b"", 0, True
+class TooExpanded(ValueError):
+    """A compressed file that expands past `max_decompression_ratio` times its size: the rest is not read."""
+
+
+class _Capped:
+    """A decompressing stream that raises `TooExpanded` once it has produced more than `limit` bytes."""
+
+    def __init__(self, f, size: int, ratio: float):
+        self.f, self.size, self.ratio, self.out = f, size, ratio, 0
+        self.limit = ratio * max(size, 1 << 20)  # small files may expand a lot and still be small
+
+    def read(self, n: int) -> bytes:
+        if self.out > self.limit:  # the read that crossed the cap was handed on: its whole lines are kept
+            raise TooExpanded(f"decompresses to more than {self.ratio:g}x its size ({self.size / 1024:.0f} KiB "
+                              f"compressed, {self.out / 2**20:.0f} MiB read; max_decompression_ratio): the rest "
+                              "of the file is not read")
+        data = self.f.read(n)
+        self.out += len(data)
+        return data
+
+
+@contextlib.contextmanager
+def open_stream(src: SourceFile, max_ratio: float) -> Iterator:
+    """`src` as a binary stream, decompressed (`.gz`) under the expansion cap `max_ratio`."""
+    gz = src.path.lower().endswith(".gz")
+    with src.fs.open_input_stream(src.path, compression="gzip" if gz else None) as f:
+        yield _Capped(f, src.fs.get_file_info(src.path).size or 0, max_ratio) if gz else f
+
+
+def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
+                 max_ratio: float) -> Iterator[tuple[int, bytes] | Skipped]:
+    """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression; a line
+    longer than `max_line_bytes` that spans chunks is not buffered: it streams by and is yielded as
+    `Skipped` (with its first bytes). Raises `TooExpanded` past the decompression cap."""
+    with open_stream(src, max_ratio) as f:
+        buf, done, first, skip, head = b"", 0, True, 0, b""
         while True:
             data = f.read(chunk_bytes)
-            if first and data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not part of line 1
-                data, first = data[3:], False
-            first = False
+            if first:  # a UTF-8 byte-order mark is not part of line 1
+                data, first = data.removeprefix(b"\xef\xbb\xbf"), False
             if not data:
-                if buf:
+                if skip:
+                    yield too_large("line", done + 1, skip, max_line_bytes, head)
+                elif buf:
                     yield done, buf
                 return
+            if skip:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    skip += len(data)
+                    continue
+                yield too_large("line", done + 1, skip + nl, max_line_bytes, head)
+                done, skip, data = done + 1, 0, data[nl + 1:]
             buf += data
             cut = buf.rfind(b"\n")
-            if cut < 0:
-                continue
-            piece, buf = buf[: cut + 1], buf[cut + 1 :]
-            yield done, piece
-            done += piece.count(b"\n")
+            if cut >= 0:
+                piece, buf = buf[: cut + 1], buf[cut + 1 :]
+                yield done, piece
+                done += piece.count(b"\n")
+            if len(buf) > max_line_bytes:  # the line in progress is already too long: let it stream by
+                head, skip, buf = buf[:HEAD_BYTES], len(buf), b""
 
 
-def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, str, str]]]:
+def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, str, str, str]]]:
     """The lines of one chunk as a table (`line_no`, `line`; blank lines dropped: they are not records),
-    and the lines that are not UTF-8 as (line number, reason, raw text with the bad bytes escaped)."""
-    bad: list[tuple[int, str, str]] = []
+    and the lines that are not UTF-8 as (line number, kind, reason, raw text with the bad bytes escaped)."""
+    bad: list[tuple[int, str, str, str]] = []
     try:
         text = piece.decode("utf-8")
         arr = pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n"))
@@ -71,7 +114,7 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
                 good.append(raw.decode("utf-8"))
                 nos.append(n)
             except UnicodeDecodeError as e:
-                bad.append((n, f"line {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); "
+                bad.append((n, "invalid_utf8", f"line {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); "
                                "re-encode the file as UTF-8", raw.decode("utf-8", "backslashreplace")))
         arr, line_no = pa.array(good, pa.large_string()), np.asarray(nos, dtype=np.int64)
     batch = pa.table({"line_no": line_no, "line": arr})
@@ -86,39 +129,75 @@ def is_json_document(src: SourceFile) -> bool:
     non-blank line is a lone `{`, which no JSON line can be)."""
     if not src.path.lower().endswith((".json", ".json.gz")):
         return False
-    compression = "detect" if src.path.endswith(".gz") else None
-    with src.fs.open_input_stream(src.path, compression=compression) as f:
-        head = f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+    head = _head(src)
     return head[:1] == b"[" or head.split(b"\n", 1)[0].strip() == b"{"
 
 
-def json_array_batches(src: SourceFile, batch_records: int) -> Iterator[pa.Table]:
-    """The records of a JSON array file (or the one record of a pretty-printed JSON object file) as tables of (`line_no` = 1-based index in the array, `line` =
-    the record as compact JSON text), `batch_records` at a time. The whole file is parsed here, at once:
-    for exports larger than memory, write JSON Lines. Raises ValueError saying where a malformed
-    array breaks."""
-    compression = "detect" if src.path.endswith(".gz") else None
+def json_array_batches(src: SourceFile, batch_records: int, batch_bytes: int, max_record_bytes: int,
+                       max_ratio: float) -> Iterator[tuple[pa.Table, list[tuple[int, str, str, str]]]]:
+    """The records of a JSON array file (or the one record of a pretty-printed JSON object file) as
+    tables of (`line_no` = 1-based index in the array, `line` = the record's text as written), at most
+    `batch_records` / about `batch_bytes` at a time, read as a stream (`json_array.array_records`), with
+    the records that cannot be handed on as (index, kind, reason, raw). Raises ValueError where the
+    file stops being an array (the records before it are yielded first)."""
+    with open_stream(src, max_ratio) as f:
+        if _head(src)[:1] == b"{":  # one record: read up to the cap
+            data = f.read(max_record_bytes + 1).removeprefix(b"\xef\xbb\xbf")
+            if len(data) > max_record_bytes:
+                s = too_large("record", 1, len(data), max_record_bytes, data[:HEAD_BYTES])
+                yield _table([], []), [(1, s.kind, s.reason, _text(s.head))]
+            else:
+                yield _decoded([(1, data)])
+            return
+        recs: list[tuple[int, bytes]] = []
+        size, bad, error, records = 0, [], None, array_records(f, max_record_bytes)
+        while True:
+            try:
+                r = next(records, None)
+            except ValueError as e:  # (TooExpanded too) the records read before it are kept
+                r, error = None, e
+            if r is None:
+                break
+            if isinstance(r, Skipped):
+                bad.append((r.index, r.kind, r.reason, _text(r.head)))
+                continue
+            recs.append(r)
+            size += len(r[1])
+            if len(recs) >= batch_records or size >= batch_bytes:
+                table, wrong = _decoded(recs)
+                yield table, bad + wrong
+                recs, size, bad = [], 0, []
+        if recs or bad:
+            table, wrong = _decoded(recs)
+            yield table, bad + wrong
+        if error is not None:
+            raise error
+
+
+def _head(src: SourceFile) -> bytes:
+    """The file's first 4 KiB (decompressed), without a byte-order mark and leading blanks."""
+    compression = "gzip" if src.path.lower().endswith(".gz") else None
     with src.fs.open_input_stream(src.path, compression=compression) as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"invalid UTF-8 at byte {e.start}; re-encode the file as UTF-8") from e
-    what = "JSON array" if text.lstrip().startswith("[") else "JSON record"
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not a valid {what}: {e.msg} at line {e.lineno} column {e.colno}") from e
-    except RecursionError as e:
-        raise ValueError(f"not a valid {what}: nested too deeply") from e
-    if isinstance(records, dict):  # one pretty-printed record
-        records = [records]
-    return _record_batches(records, batch_records)
+        return f.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
 
 
-def _record_batches(records: list, batch_records: int) -> Iterator[pa.Table]:
-    for start in range(0, len(records), batch_records):
-        part = records[start:start + batch_records]
-        yield pa.table({"line_no": np.arange(start + 1, start + 1 + len(part), dtype=np.int64),
-                        "line": pa.array([json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in part],
-                                         pa.large_string())})
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _table(nos: list[int], texts: list[str]) -> pa.Table:
+    return pa.table({"line_no": pa.array(nos, pa.int64()), "line": pa.array(texts, pa.large_string())})
+
+
+def _decoded(recs: list[tuple[int, bytes]]) -> tuple[pa.Table, list[tuple[int, str, str, str]]]:
+    """Records as a (line_no, line) table; the ones that are not UTF-8 as quarantine entries."""
+    nos, texts, bad = [], [], []
+    for n, raw in recs:
+        try:
+            texts.append(raw.decode("utf-8"))
+            nos.append(n)
+        except UnicodeDecodeError as e:
+            bad.append((n, "invalid_utf8", f"record {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); "
+                        "re-encode the file as UTF-8", _text(raw)))
+    t = _table(nos, texts)
+    return pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema), bad

@@ -19,7 +19,15 @@ import pyarrow.parquet as pq
 
 from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_keys, redact_rows
 from flywheel.logs.formats import canonical_line, needs_python
-from flywheel.logs.jsonl import chunk_lines, is_json_document, json_array_batches, json_error, jsonl_chunks
+from flywheel.logs.json_array import Skipped
+from flywheel.logs.jsonl import (
+    TooExpanded,
+    chunk_lines,
+    is_json_document,
+    json_array_batches,
+    json_error,
+    jsonl_chunks,
+)
 from flywheel.logs.messages import RecordError
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.redact import redact_raw
@@ -56,27 +64,37 @@ class Loader:
     # -- readers ------------------------------------------------------------------------------
     def load_jsonl(self, src: SourceFile) -> None:
         """One JSONL file, chunk by chunk (`jsonl_chunk_bytes`), or a `.json` file holding one JSON array
-        (its records numbered by their 1-based index); an unreadable file is one quarantine row."""
+        (its records numbered by their 1-based index), read as streams; an unreadable file, or the part
+        of a compressed one past the decompression cap, is one quarantine row."""
+        o = self.opts
         try:
             if is_json_document(src):
                 try:
-                    batches = json_array_batches(src, SCAN_CHUNK)
-                except ValueError as e:  # a malformed array: nothing in it can be located reliably
+                    for batch, bad in json_array_batches(src, SCAN_CHUNK, o.jsonl_chunk_bytes, o.max_line_bytes,
+                                                         o.max_decompression_ratio):
+                        self._lines(src, batch, bad, "record")
+                except TooExpanded as e:
                     self._file_error(src, str(e))
-                    return
-                for batch in batches:
-                    self._lines(src, batch, [], "record")
+                except ValueError as e:  # where the array breaks: nothing after it can be located
+                    self._file_error(src, f"not a valid JSON array after the records read: {e}")
                 return
-            for before, piece in jsonl_chunks(src, self.opts.jsonl_chunk_bytes):
-                batch, not_utf8 = chunk_lines(before, piece)
+            for item in jsonl_chunks(src, o.jsonl_chunk_bytes, o.max_line_bytes, o.max_decompression_ratio):
+                if isinstance(item, Skipped):  # a line too long to hold: counted, quarantined, not parsed
+                    self.report.lines_read += 1
+                    self._quarantine_rows([self._qrow(src, item.index, item.kind, None, item.reason,
+                                                      item.head.decode("utf-8", "backslashreplace"))])
+                    continue
+                batch, not_utf8 = chunk_lines(*item)
                 self._lines(src, batch, not_utf8, "line")
+        except TooExpanded as e:
+            self._file_error(src, str(e))
         except OSError as e:  # unreadable / corrupt compressed file: one quarantined entry, keep going
             self._file_error(src, f"file could not be read: {e}")
 
-    def _lines(self, src: SourceFile, batch: pa.Table, not_utf8: list[tuple[int, str, str]], unit: str) -> None:
+    def _lines(self, src: SourceFile, batch: pa.Table, skipped: list[tuple[int, str, str, str]], unit: str) -> None:
         """One batch of JSON lines (or array records): normalised to the canonical record where needed,
-        then validated, keyed and written."""
-        bad = [self._qrow(src, n, "invalid_utf8", None, reason, raw) for n, reason, raw in not_utf8]
+        then validated, keyed and written; `skipped` are the (line, kind, reason, raw) read but not in it."""
+        bad = [self._qrow(src, n, kind, None, reason, raw) for n, kind, reason, raw in skipped]
         read = len(batch) + len(bad)
         self.report.lines_read += read
         if len(batch):

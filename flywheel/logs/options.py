@@ -25,7 +25,11 @@ class IngestOptions:
     """Knobs of one ingest call; the defaults suit production logs."""
 
     max_field_bytes: int = field(default=1 << 20, metadata={"help": "a field larger than this is quarantined"})
-    max_line_bytes: int = field(default=16 << 20, metadata={"help": "a line larger than this is quarantined unparsed"})
+    max_line_bytes: int = field(default=16 << 20, metadata={
+        "help": "a line (or JSON array record) larger than this is quarantined unparsed, never held whole"})
+    max_decompression_ratio: float = field(default=100.0, metadata={
+        "help": "a compressed file expanding past this many times its size (at least 1 MiB) is cut there: "
+                "the rest is one quarantine entry"})
     raw_preview_chars: int = field(default=2000, metadata={"help": "raw text kept per quarantined line"})
     parquet_batch_rows: int = field(default=262_144, metadata={"help": "rows per Parquet batch"})
     jsonl_chunk_bytes: int = field(default=64 << 20, metadata={"help": "bytes per JSONL chunk (one SQL query each)"})
@@ -41,6 +45,8 @@ class IngestOptions:
         for name in ("workers", "max_field_bytes", "max_line_bytes", "parquet_batch_rows", "jsonl_chunk_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"IngestOptions.{name} must be >= 1, got {getattr(self, name)}")
+        if not self.max_decompression_ratio >= 1:  # NaN too
+            raise ValueError(f"IngestOptions.max_decompression_ratio must be >= 1, got {self.max_decompression_ratio}")
         if self.raw_preview_chars < 0:
             raise ValueError(f"IngestOptions.raw_preview_chars must be >= 0, got {self.raw_preview_chars}")
 

@@ -214,16 +214,19 @@ def test_format_option_and_records_that_fit_no_format(rec, write_jsonl, tmp_path
         IngestOptions(format="csv")
 
 
-def test_malformed_json_array_is_one_quarantine_entry(rec, tmp_path, wh):
-    (tmp_path / "a.json").write_text(json.dumps([rec(1), rec(2)], indent=2)[:-3])
+def test_a_broken_json_array_loses_only_what_cannot_be_located(rec, tmp_path, wh):
+    (tmp_path / "a.json").write_text(json.dumps([rec(1), rec(2)], indent=2)[:-3])  # cut inside record 2
     (tmp_path / "b.json").write_text("\n" + json.dumps([rec(3), "x", rec(3)], indent=2))
+    (tmp_path / "c.json").write_text(json.dumps([rec(4)]) + " trailing")  # text after the array
     r = ingest(tmp_path, wh)
     _balanced(r)
-    assert (r.lines_read, r.ingested, r.quarantined, r.duplicates) == (4, 1, 2, 1)
+    assert (r.lines_read, r.ingested, r.quarantined, r.duplicates) == (7, 3, 3, 1)
     q = {(Path(f).name, n): (k, reason) for f, n, k, reason in
          wh.execute("SELECT source_file, source_line, kind, reason FROM quarantine").fetchall()}
-    assert q[("a.json", 0)][0] == "unreadable_file" and "not a valid JSON array" in q[("a.json", 0)][1]
+    assert q[("a.json", 2)][0] == "invalid_json" and "truncated JSON" in q[("a.json", 2)][1]
     assert q[("b.json", 2)] == ("not_object", 'record 2: expected one JSON object per record, got varchar "x"')
+    assert q[("c.json", 0)][0] == "unreadable_file" and "after the array" in q[("c.json", 0)][1]
+    assert sorted(wh.execute("SELECT id FROM task_logs").fetchall()) == [(str(rec(i)["id"]),) for i in (1, 3, 4)]
 
 
 def test_a_pretty_printed_single_record_is_one_record(rec, tmp_path, wh):
@@ -234,7 +237,7 @@ def test_a_pretty_printed_single_record_is_one_record(rec, tmp_path, wh):
     _balanced(r)
     assert (r.lines_read, r.ingested, r.quarantined) == (2, 1, 1)
     assert wh.execute("SELECT source_line, messages FROM task_logs").fetchall() == [(1, '[{"role":"user","content":"hi"}]')]
-    assert "not a valid JSON record" in wh.execute("SELECT reason FROM quarantine").fetchall()[0][0]
+    assert "record 1: truncated JSON" in wh.execute("SELECT reason FROM quarantine").fetchall()[0][0]
 
 
 def test_parquet_messages_are_checked_too(rec, tmp_path, wh):
