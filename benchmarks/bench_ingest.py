@@ -1,9 +1,15 @@
-"""Ingest throughput: N synthetic log rows as Parquet (or JSONL, `--format jsonl`) -> DuckDB warehouse.
+"""Ingest throughput on realistic logs against DuckDB copying the same files, and against an earlier revision.
 
-Prints rows/s and peak RSS; the last line is one JSON object with the measured figures.
-Target on a 2-core box: >= 1 million rows/s, peak RSS < 2 GiB.
+The rows are bench_mining's (`_mining_data.py`: the demo traffic's tracebacks and tool-call
+conversations, ~1,000 bytes of JSON text per row), or `--data uniform` for the compact synthetic rows
+of `flywheel.logs.synthetic` (~0.5% of them carry a secret). Each ingest runs in a fresh process (its
+peak RSS is its own); with `--baseline REV` the same files are ingested by that revision's
+`flywheel` (extracted with `git archive`) in the same run, so a regression shows up side by side.
+Prints rows/s, `ingest_vs_copy_floor`, `prefilter_hit_rate` (here and on a day of raw demo traffic),
+`redaction_s_share` and peak RSS; the last line is one JSON object.
 
-    python benchmarks/bench_ingest.py --rows 1000000 [--format jsonl]
+    python benchmarks/bench_ingest.py [--rows 1000000] [--data realistic|uniform] [--format parquet|jsonl]
+                                      [--baseline REV]
 """
 
 from __future__ import annotations
@@ -13,108 +19,182 @@ import json
 import multiprocessing
 import os
 import resource
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _floors import TEXT_COLS, checks_floor_s, connection, copy_floor_s, parquet_relation  # noqa: E402
-
-from flywheel.logs.ingest import ingest  # noqa: E402
-from flywheel.logs.synthetic import generate_parquet_logs  # noqa: E402
-from flywheel.warehouse import connect  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def cpu_s() -> float:
-    """Process CPU seconds (all threads): on a shared box, rows per CPU-second is the fairer figure."""
+def _usage() -> tuple[float, float]:
+    """(CPU seconds of this process, all threads; peak RSS MiB)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    return r.ru_utime + r.ru_stime, r.ru_maxrss / 1024.0
 
 
-def to_jsonl(src: Path, dst: Path, threads: int) -> None:
-    """Rewrite the generated Parquet as JSONL logs, one object per line, the JSON columns nested
-    (as a production logger writes them), not as quoted strings."""
-    con = connection(threads)
-    cols = con.sql(f"DESCRIBE SELECT * FROM read_parquet('{src}')").to_arrow_table()["column_name"].to_pylist()
-    sel = ", ".join(f"json({c}) AS {c}" if c in TEXT_COLS else
-                    (f"strftime({c}, '%Y-%m-%dT%H:%M:%S.%fZ') AS {c}" if c == "timestamp" else c) for c in cols)
-    con.execute(f"COPY (SELECT {sel} FROM read_parquet('{src}')) TO '{dst}' (FORMAT json)")
+def worker(code: str, src: str, warehouse: str, out: str, reingest: bool) -> None:
+    """One ingest of `src` with the `flywheel` found in folder `code` (today's or a baseline's)."""
+    sys.path.insert(0, code)
+    from flywheel.logs.ingest import ingest
+
+    assert Path(sys.modules["flywheel"].__file__).is_relative_to(code), sys.modules["flywheel"].__file__
+    t0, c0 = time.perf_counter(), _usage()[0]
+    rep = ingest(src, warehouse)
+    secs, cpu = time.perf_counter() - t0, _usage()[0] - c0
+    res = {"seconds": secs, "cpu_s": cpu, "peak_rss_mib": _usage()[1], "report": rep.to_dict()}
+    if reingest:  # idempotent re-ingest: everything is a duplicate
+        t0 = time.perf_counter()
+        ingest(src, warehouse)
+        res["reingest_s"] = time.perf_counter() - t0
+    Path(out).write_text(json.dumps(res))
 
 
-def jsonl_copy_floor_s(src: Path, dst: Path, threads: int) -> float:
-    """Seconds DuckDB takes to parse the JSONL file and write it as Parquet, with nothing else."""
-    con = connection(threads)
-    t0 = time.perf_counter()
-    con.execute(f"COPY (SELECT * FROM read_json('{src}', format = 'newline_delimited')) TO '{dst}' "
-                "(FORMAT parquet, COMPRESSION snappy)")
-    return time.perf_counter() - t0
+def run_ingest(code: Path, src: Path, work: Path, name: str, reingest: bool = False) -> dict:
+    out = work / f"{name}.json"
+    subprocess.run([sys.executable, __file__, "--worker", str(code), str(src), str(work / f"{name}.duckdb"),
+                    str(out), "1" if reingest else ""], check=True, cwd=work)
+    return json.loads(out.read_text())
+
+
+def baseline_tree(rev: str, into: Path) -> Path:
+    """`flywheel/` as of git revision `rev`, extracted under `into`."""
+    tar = into / "baseline.tar"
+    got = subprocess.run(["git", "archive", "--format=tar", "-o", str(tar), rev, "flywheel"], cwd=ROOT,
+                         capture_output=True)
+    if got.returncode != 0:
+        raise SystemExit(f"--baseline {rev}: {got.stderr.decode().strip()}")
+    with tarfile.open(tar) as t:
+        t.extractall(into / "baseline", filter="data")
+    return into / "baseline"
+
+
+def generate(data: str, fmt: str, folder: Path, rows: int, seed: int, threads: int) -> Path:
+    """The logs to ingest (in this child process: the driver's memory stays small)."""
+    sys.path.insert(0, str(ROOT))
+    from _floors import TEXT_COLS, connection
+    from _mining_data import generate_parquet
+
+    from flywheel.logs.synthetic import generate_parquet_logs
+
+    if data == "realistic":
+        generate_parquet(folder, rows, seed)
+    else:
+        generate_parquet_logs(folder / "part-0000.parquet", rows, seed)
+    if fmt == "jsonl":  # JSON columns nested, as a production logger writes them
+        con = connection(threads)
+        for f in sorted(folder.glob("*.parquet")):
+            cols = con.sql(f"DESCRIBE SELECT * FROM read_parquet('{f}')").fetchall()
+            sel = ", ".join(f"json({c}) AS {c}" if c in TEXT_COLS else
+                            f"strftime({c}, '%Y-%m-%dT%H:%M:%S.%fZ') AS {c}" if c == "timestamp" else c
+                            for c, *_ in cols)
+            con.execute(f"COPY (SELECT {sel} FROM read_parquet('{f}')) TO '{f.with_suffix('.jsonl')}' (FORMAT json)")
+            f.unlink()
+    return folder
+
+
+def floors(folder: Path, fmt: str, threads: int) -> dict:
+    """DuckDB alone on the same files: copying them to Parquet, and (Parquet) ingest's checks in one pass."""
+    from _floors import checks_floor_s, connection, copy_floor_s, parquet_relation
+
+    with tempfile.TemporaryDirectory() as d:
+        c0 = _usage()[0]
+        if fmt == "jsonl":
+            con = connection(threads)
+            t0 = time.perf_counter()
+            con.execute(f"COPY (SELECT * FROM read_json('{folder}/*.jsonl', format = 'newline_delimited')) "
+                        f"TO '{d}/copy.parquet' (FORMAT parquet, COMPRESSION snappy)")
+            return {"copy_s": time.perf_counter() - t0, "copy_cpu_s": _usage()[0] - c0, "checks_s": None}
+        src = parquet_relation(folder / "*.parquet")
+        copy_s = copy_floor_s(src, Path(d) / "copy.parquet", threads)
+        copy_cpu = _usage()[0] - c0
+        return {"copy_s": copy_s, "copy_cpu_s": copy_cpu, "checks_s": checks_floor_s(src, threads)}
+
+
+def demo_traffic_hit_rate(records: int, seed: int) -> float:
+    """Share of a day of raw demo traffic (`flywheel.world.traffic`, default config) the prefilter flags."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flywheel.logs.arrow_ops import PREFILTER, TEXT_COLS
+    from flywheel.world.traffic import generate_records
+
+    recs = list(generate_records(__import__("datetime").date(2026, 12, 1), records, seed))
+    hit = None
+    for c in TEXT_COLS:
+        col = pa.array([json.dumps(r[c]) if c in r else None for r in recs], pa.string())
+        m = pc.fill_null(pc.match_substring_regex(col, PREFILTER[c]), False)
+        hit = m if hit is None else pc.or_(hit, m)
+    return pc.sum(hit).as_py() / len(recs)
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2, help="DuckDB threads (the target is for 2 cores)")
+    ap.add_argument("--threads", type=int, default=2, help="DuckDB threads of the floors (the target is for 2 cores)")
+    ap.add_argument("--data", choices=["realistic", "uniform"], default="realistic", help="the rows (see above)")
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet", help="the input logs' format")
+    ap.add_argument("--baseline", metavar="REV", help="also ingest the same files with this git revision's flywheel")
+    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.worker:
+        worker(*args.worker[:4], bool(args.worker[4]))
+        return {}
+    sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as d:
-        src = Path(d) / "logs" / "part-0.parquet"
+        work = Path(d)
+        base_code = baseline_tree(args.baseline, work) if args.baseline else None
         t0 = time.perf_counter()
-        # generate in a child process, so this process's peak RSS measures ingest alone
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            pool.apply(generate_parquet_logs, (src, args.rows, args.seed))
-            if args.format == "jsonl":
-                pool.apply(to_jsonl, (src, src.with_suffix(".jsonl"), args.threads))
-                src.unlink()
-                src = src.with_suffix(".jsonl")
+            src = pool.apply(generate, (args.data, args.format, work / "logs", args.rows, args.seed, args.threads))
         gen_s = time.perf_counter() - t0
-        con = connect(Path(d) / "warehouse.duckdb")
-        con.execute(f"SET threads = {args.threads}")
-        t0, c0 = time.perf_counter(), cpu_s()
-        rep = ingest(src, con)
-        secs, cpu = time.perf_counter() - t0, cpu_s() - c0
-        t0 = time.perf_counter()
-        rep2 = ingest(src, con)  # idempotent re-ingest: everything is a duplicate
-        re_secs = time.perf_counter() - t0
-        con.close()
-        size_mib = src.stat().st_size / 2**20
-        # the floor, in a child process (its memory is not ingest's): DuckDB copying the same file
+        size_mib = sum(f.stat().st_size for f in src.iterdir()) / 2**20
+        now = run_ingest(ROOT, src, work, "now", reingest=True)
+        base = run_ingest(base_code, src, work, "baseline") if base_code else None
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            if args.format == "jsonl":
-                copy_s = pool.apply(jsonl_copy_floor_s, (src, Path(d) / "copy.parquet", args.threads))
-                checks_s = None
-            else:
-                copy_s = pool.apply(copy_floor_s, (parquet_relation(src), Path(d) / "copy.parquet", args.threads))
-                checks_s = pool.apply(checks_floor_s, (parquet_relation(src), args.threads))
-    rate = rep.lines_read / secs
-    print(f"generated {args.rows:,} rows ({size_mib:.0f} MiB {args.format}) in {gen_s:.1f} s")
-    print(f"ingest:    {rate:>12,.0f} rows/s  ({secs:.2f} s; ingested {rep.ingested:,}, "
-          f"quarantined {rep.quarantined:,}, redactions {rep.redactions:,})")
-    print(f"re-ingest: {rep2.lines_read / re_secs:>12,.0f} rows/s  ({re_secs:.2f} s; duplicates {rep2.duplicates:,})")
-    copy_rate = args.rows / copy_s
+            floor = pool.apply(floors, (src, args.format, args.threads))
+            demo = pool.apply(demo_traffic_hit_rate, (20_000, args.seed))
+    rep = now["report"]
+    rate, copy_rate = rep["lines_read"] / now["seconds"], args.rows / floor["copy_s"]
+    hit_rate = rep["prefilter_hits"] / max(1, rep["ingested"])
+    red_share = rep["redact_seconds"] / now["seconds"]
+    print(f"generated {args.rows:,} {args.data} rows ({size_mib:.0f} MiB {args.format}) in {gen_s:.1f} s")
+    print(f"ingest:    {rate:>10,.0f} rows/s  ({now['seconds']:.2f} s, {now['cpu_s']:.2f} CPU-s; ingested "
+          f"{rep['ingested']:,}, quarantined {rep['quarantined']:,}, redactions {rep['redactions']:,}); "
+          f"peak RSS {now['peak_rss_mib']:.0f} MiB")
+    print(f"re-ingest: {rep['lines_read'] / now['reingest_s']:>10,.0f} rows/s  (all duplicates)")
     what = "Parquet -> Parquet" if args.format == "parquet" else "JSONL (read_json) -> Parquet"
-    print(f"floor:     {copy_rate:>12,.0f} rows/s  (DuckDB copying the file {what} alone, {copy_s:.2f} s; "
-          f"ingest = {rate / copy_rate:.2f}x of it)")
-    checks_rate = args.rows / checks_s if checks_s else None
-    if checks_rate:
-        print(f"checks:    {checks_rate:>12,.0f} rows/s  (ingest's checks alone in one DuckDB pass writing nothing: "
-              f"read, validate JSON, prefilter, hash ids; {checks_s:.2f} s)")
-    per_cpu = rep.lines_read / cpu
-    print(f"CPU:       {cpu:.2f} CPU-s = {per_cpu:,.0f} rows per CPU-second "
-          f"(x{args.threads} cores = {per_cpu * args.threads:,.0f} rows/s if the cores were not shared)")
-    print(f"target 1,000,000 rows/s: {rate / 1e6:.2f}x measured, {per_cpu * args.threads / 1e6:.2f}x CPU-bound estimate; "
-          f"peak RSS {peak_rss_mib():.0f} MiB (target < 2048)")
-    out = {"rows": args.rows, "format": args.format, "mib": round(size_mib), "ingest_rows_per_s": round(rate), "reingest_rows_per_s": round(rep2.lines_read / re_secs),
-           "ingest_rows_per_cpu_s": round(per_cpu),
+    cpu_ratio = floor["copy_cpu_s"] / now["cpu_s"]
+    print(f"floor:     {copy_rate:>10,.0f} rows/s  (DuckDB copying the files {what} alone, {floor['copy_s']:.2f} s, "
+          f"{floor['copy_cpu_s']:.2f} CPU-s); ingest_vs_copy_floor {rate / copy_rate:.2f} wall, {cpu_ratio:.2f} in CPU-s "
+          "(the fairer figure on a shared machine)")
+    if floor["checks_s"]:
+        print(f"checks:    {args.rows / floor['checks_s']:>10,.0f} rows/s  (ingest's checks alone in one DuckDB pass "
+              f"writing nothing: read, validate JSON, prefilter, hash ids)")
+    print(f"redaction: prefilter flags {hit_rate:.2%} of these rows ({demo:.2%} of a day of raw demo traffic); "
+          f"{rep['redact_seconds']:.2f} s = {red_share:.1%} of ingest")
+    out = {"rows": args.rows, "data": args.data, "format": args.format, "mib": round(size_mib),
+           "ingest_rows_per_s": round(rate), "ingest_s": round(now["seconds"], 2),
+           "ingest_rows_per_cpu_s": round(rep["lines_read"] / now["cpu_s"]),
+           "reingest_rows_per_s": round(rep["lines_read"] / now["reingest_s"]),
            "copy_floor_rows_per_s": round(copy_rate), "ingest_vs_copy_floor": round(rate / copy_rate, 2),
-           "checks_floor_rows_per_s": round(checks_rate) if checks_rate else None, "peak_rss_mib": round(peak_rss_mib(), 1),
-           "redactions": rep.redactions, "load_avg_1m": round(os.getloadavg()[0], 2)}
+           "ingest_vs_copy_floor_cpu": round(cpu_ratio, 2),
+           "checks_floor_rows_per_s": round(args.rows / floor["checks_s"]) if floor["checks_s"] else None,
+           "prefilter_hit_rate": round(hit_rate, 4), "prefilter_hit_rate_demo_traffic": round(demo, 4),
+           "redaction_s_share": round(red_share, 3), "redactions": rep["redactions"],
+           "peak_rss_mib": round(now["peak_rss_mib"]), "load_avg_1m": round(os.getloadavg()[0], 2)}
+    if base:
+        b_rate = base["report"]["lines_read"] / base["seconds"]
+        print(f"baseline {args.baseline}: {b_rate:>10,.0f} rows/s ({base['seconds']:.2f} s, {base['cpu_s']:.2f} CPU-s), "
+              f"ingest_vs_copy_floor {b_rate / copy_rate:.2f}, peak RSS {base['peak_rss_mib']:.0f} MiB; "
+              f"today = {rate / b_rate:.2f}x the baseline ({base['cpu_s'] / now['cpu_s']:.2f}x in CPU-s)")
+        out["baseline"] = {"rev": args.baseline, "ingest_rows_per_s": round(b_rate), "ingest_s": round(base["seconds"], 2),
+                           "ingest_vs_copy_floor": round(b_rate / copy_rate, 2),
+                           "peak_rss_mib": round(base["peak_rss_mib"]), "speedup": round(rate / b_rate, 2),
+                           "cpu_speedup": round(base["cpu_s"] / now["cpu_s"], 2)}
     print(json.dumps(out))
     return out
 

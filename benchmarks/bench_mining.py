@@ -81,7 +81,8 @@ def worker_ingest(parquet: Path, warehouse: Path, out: Path, threads: int) -> No
     out.write_text(json.dumps({
         "ingested": rep.ingested, "quarantined": rep.quarantined, "duplicates": rep.duplicates,
         "lines_read": rep.lines_read, "ingest_s": time.perf_counter() - t0, "ingest_cpu_s": _cpu_s() - c0,
-        "ingest_peak_rss_mib": _peak_rss_mib()}))
+        "ingest_peak_rss_mib": _peak_rss_mib(), "prefilter_hits": rep.prefilter_hits,
+        "redact_s": rep.redact_seconds}))
 
 
 def worker_flywheel(warehouse: Path, out: Path, threads: int) -> None:
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict:
                          "--out", str(work / f"ingest-{i}.json"), "--threads", str(a.threads)], env)
             parts.append(json.loads((work / f"ingest-{i}.json").read_text()))
         ing = {k: sum(p[k] for p in parts) for k in ("ingested", "quarantined", "duplicates", "lines_read",
-                                                       "ingest_s", "ingest_cpu_s")}
+                                                       "ingest_s", "ingest_cpu_s", "prefilter_hits", "redact_s")}
         ing["ingest_peak_rss_mib"] = max(p["ingest_peak_rss_mib"] for p in parts)
         _run_worker(["--worker", "flywheel", "--warehouse", str(wh), "--out", str(work / "fw.json"),
                      "--threads", str(a.threads)], env)
@@ -329,7 +330,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"flywheel mining steps, wall s: {fw['steps']}, task_pool {fw['task_pool_s']:.2f}")
     print(f"flywheel mining steps, CPU s: {fw['steps_cpu']}")
     print(f"ingest: {a.rows:,} rows in {fw['ingest_s']:.2f}s ({fw['ingest_cpu_s']:.2f} CPU s) = {ingest_rps:,.0f} rows/s "
-          f"({fw['quarantined']} quarantined, {fw['duplicates']} duplicates)")
+          f"({fw['quarantined']} quarantined, {fw['duplicates']} duplicates); the redaction prefilter flags "
+          f"{fw['prefilter_hits'] / a.rows:.2%} of the rows, redaction takes {fw['redact_s'] / fw['ingest_s']:.1%} of ingest")
     copy_rps = a.rows / floor["copy_s"]
     print(f"ingest floor on this data ({floor['text_bytes'] / a.rows:,.0f} bytes of JSON text per row): DuckDB copying "
           f"the files Parquet -> Parquet alone {floor['copy_s']:.2f}s = {copy_rps:,.0f} rows/s "
@@ -345,6 +347,8 @@ def main(argv: list[str] | None = None) -> dict:
         "ingest_rows_per_s": round(ingest_rps), "ingest_s": round(fw["ingest_s"], 2),
         "copy_floor_rows_per_s": round(copy_rps), "ingest_vs_copy_floor": round(ingest_rps / copy_rps, 2),
         "checks_floor_rows_per_s": round(checks_rps),
+        "prefilter_hit_rate": round(fw["prefilter_hits"] / a.rows, 4),
+        "redaction_s_share": round(fw["redact_s"] / fw["ingest_s"], 3),
         "json_bytes_per_row": round(floor["text_bytes"] / a.rows),
         "mining_s": round(fw["mine_s"], 2), "pandas_mining_s": round(pdr["mine_s"], 2),
         "mining_speedup_vs_pandas": round(speedup, 1),
