@@ -25,9 +25,15 @@ WEBHOOK_ENV = "FLYWHEEL_ALERT_WEBHOOK"
 
 
 def _lib(name: str) -> dict[str, Any]:
-    """`RollbackConfig.<name>`'s default and help, as pydantic Field arguments: declared once, there."""
+    """`RollbackConfig.<name>`'s default, help and range, as pydantic Field arguments: declared once, there."""
     f = next(f for f in dataclasses.fields(RollbackConfig) if f.name == name)
-    return {"default": f.default, "description": f.metadata["help"]}
+    out: dict[str, Any] = {"default": f.default, "description": f.metadata["help"]}
+    rng = f.metadata.get("range")
+    if rng is not None and rng.low is not None:
+        out["gt" if rng.strict_low else "ge"] = rng.low
+    if rng is not None and rng.high is not None:
+        out["le"] = rng.high
+    return out
 
 
 class AlertResource(dg.ConfigurableResource):

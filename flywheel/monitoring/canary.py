@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from flywheel.config_fields import option
+from flywheel.config_fields import check_choices, option
 
 Z95 = 1.959964
 
@@ -27,17 +27,14 @@ Z95 = 1.959964
 class CanaryConfig:
     """How much of a day's traffic the candidate shadows and what it must show there."""
 
-    share: float = option(0.1, "Share of the day's requests the candidate also answers, in shadow (seeded).")
+    share: float = option(0.1, "Share of the day's requests the candidate also answers, in shadow (seeded).", gt=0, le=1)
     margin: float = option(0.0, "The canary fails when the paired 95% interval of candidate minus champion "
-                                "lies wholly below -margin: the candidate loses on the shared requests.")
-    min_pairs: int = option(100, "Paired requests needed before the canary can pass; fewer is a fail.")
+                                "lies wholly below -margin: the candidate loses on the shared requests.", ge=0, le=0.5)
+    min_pairs: int = option(100, "Paired requests needed before the canary can pass; fewer is a fail.", ge=1)
     seed: int = option(0, "Seed of which requests are shadowed.")
 
     def __post_init__(self) -> None:
-        if not 0 < self.share <= 1:
-            raise ValueError(f"CanaryConfig.share must be in (0, 1], got {self.share}")
-        if not 0 <= self.margin < 1 or self.min_pairs < 1:
-            raise ValueError("CanaryConfig.margin must be in [0, 1) and min_pairs >= 1")
+        check_choices(self)  # the ranges on the fields, no NaN
 
 
 @dataclass(frozen=True)

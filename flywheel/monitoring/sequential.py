@@ -45,23 +45,17 @@ class RollbackConfig:
     """When the rollback sensor moves `champion` back."""
 
     alpha: float = option(0.05, "Chance of ever rolling back a champion that keeps its promise, over every "
-                                "day it is checked (the test is valid under daily checking).")
+                                "day it is checked (the test is valid under daily checking).", gt=0, le=0.5)
     margin: float = option(0.02, "A live pass rate this far below the promise is still kept (slack for the "
-                                 "evaluation's own noise).")
-    min_records: int = option(200, "Judged live requests of the champion needed before any decision.")
+                                 "evaluation's own noise).", ge=0, le=0.5)
+    min_records: int = option(200, "Judged live requests of the champion needed before any decision.", ge=0)
     baseline: str = option("eval", "What the champion promised: eval (its pass@1 per domain when promoted) | "
                                    "live (a lower bound of its own pass rate over its first baseline_days days).",
                            choices=("eval", "live"))
-    baseline_days: int = option(1, "Days of live traffic that set the promise when baseline=live.")
+    baseline_days: int = option(1, "Days of live traffic that set the promise when baseline=live.", ge=1)
 
     def __post_init__(self) -> None:
-        check_choices(self)
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"RollbackConfig.alpha must be in (0, 1), got {self.alpha}")
-        if not 0 <= self.margin < 1:
-            raise ValueError(f"RollbackConfig.margin must be in [0, 1), got {self.margin}")
-        if self.min_records < 0 or self.baseline_days < 1:
-            raise ValueError("RollbackConfig.min_records must be >= 0 and baseline_days >= 1")
+        check_choices(self)  # choices, the ranges on the fields, no NaN
 
 
 @dataclass(frozen=True)
