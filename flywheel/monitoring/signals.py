@@ -65,11 +65,12 @@ def entropy_collapse(history: Sequence[Mapping[str, float]], th: AlertThresholds
 
 def reward_stds(history: Sequence[Mapping[str, float]]) -> list[float]:
     """Reward std per step: the trainer's `reward/std`, else (RFT: pass/fail rewards) sqrt(p(1-p)) of its
-    pass share `reward/mean`."""
+    pass share (`reward/mean` in its TrainResult, `pass_rate` in its MLflow run)."""
     stds = metric_series(history, "reward/std")
     if stds:
         return stds
-    return [math.sqrt(max(0.0, p * (1 - p))) for p in metric_series(history, "reward/mean") if 0 <= p <= 1]
+    shares = metric_series(history, "reward/mean") or metric_series(history, "pass_rate")
+    return [math.sqrt(max(0.0, p * (1 - p))) for p in shares if 0 <= p <= 1]
 
 
 def reward_collapse(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
@@ -79,7 +80,7 @@ def reward_collapse(history: Sequence[Mapping[str, float]], th: AlertThresholds)
     if v is None:
         return Signal("reward_collapse", True, ERROR, None, th.min_reward_std, "no reward recorded: nothing to judge")
     ok = v >= th.min_reward_std
-    means = metric_series(history, "reward/mean")
+    means = metric_series(history, "reward/mean") or metric_series(history, "pass_rate")
     return Signal("reward_collapse", ok, ERROR, round(v, 6), th.min_reward_std,
                   f"reward std {v:.4f} over the last steps (mean reward {means[-1] if means else float('nan'):.3f}) "
                   + ("varies" if ok else "is flat: every sample scored alike, nothing to learn from"), tuple(stds))

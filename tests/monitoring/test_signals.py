@@ -40,6 +40,7 @@ def test_flat_rewards_fire_nan_free_or_not():
     rft_flat = reward_collapse(_history(reward__mean=[0.0]), TH)  # RFT: nothing passed, nothing to keep
     assert not rft_flat.passed and rft_flat.value == 0.0
     assert reward_collapse(_history(reward__mean=[0.4]), TH).passed
+    assert not reward_collapse(_history(pass_rate=[1.0]), TH).passed  # an RFT run's MLflow metric: all passed
 
 
 def test_sampling_success_warns_when_most_groups_carry_no_signal():
