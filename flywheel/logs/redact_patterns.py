@@ -103,7 +103,7 @@ PATTERNS: tuple[RedactionPattern, ...] = (
         r"((?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)(?:\\?[\"'])?\s*[:=]>?\s*(?:\\?[\"'])?"
         rf"|(?:AKIA|ASIA)[0-9A-Z]{{16}}(?:\\[nrt\"]|[\s\"',:;=|])+)[{_B64}]{{40}}([^{_B64}]|$)",
         r"\1[REDACTED:AWS_SECRET]\2", "(?i:secret_?access_?key|aws_?secret)|" + _AKIA),
-    RedactionPattern("API_KEY", _SEP + r"sk-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:API_KEY]", r"sk-[A-Za-z0-9_-]{20}"),
+    RedactionPattern("API_KEY", _SEP + r"sk-[A-Za-z0-9_-]{20,}", r"\1[REDACTED:API_KEY]", _SEP + r"sk-[A-Za-z0-9_-]{20}"),
     RedactionPattern("STRIPE_KEY", _SEP_ + r"[spr]k_(?:live|test)_[A-Za-z0-9]{10,}", r"\1[REDACTED:STRIPE_KEY]",
                      r"k_(?:live|test)_[A-Za-z0-9]{10}"),
     RedactionPattern("AWS_KEY", _SEP + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b", r"\1[REDACTED:AWS_KEY]", _AKIA),

@@ -191,3 +191,28 @@ def test_raw_is_redacted_before_it_is_cut():
     assert R.redact_raw(line[:cut], cut).endswith("key ")  # already cut upstream: the partial word goes
     assert R.redact_raw('{"bad": "jane\\u0040example.com"', 2000) == '{"bad": "[REDACTED:EMAIL]"'
     assert R.redact_raw("call +44 20 7946 0958", 100) == "call [REDACTED:PHONE]"
+
+
+ORDINARY = ['{"p_success": 0.3191, "cost_usd": 2e-05}', "2026-12-01T10:00:00Z", "    @property\n    def f(self):",
+            "task-abcdefghijklmnopqrstuvwxyz0123", "latency 1234.5 ms, 3.14159", 'x \\u003c y \\u0026 \\u0027z\\u003e',
+            'File "<string>", line 3, in f', "(1, 2) [3, 4] 1-2 3.5", "a @ b", "see hf_hub_download and xoxo"]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_prefilter_is_selective_on_ordinary_log_text(text):
+    for col in ("messages", "outcome", "extra"):
+        assert not pc.match_substring_regex(pa.array([text]), R.prefilter_regex(col))[0].as_py(), col
+
+
+def test_prefilter_flags_few_rows_of_demo_traffic():
+    import datetime as dt
+
+    from flywheel.logs.arrow_ops import PREFILTER, TEXT_COLS
+    from flywheel.world.traffic import generate_records
+
+    recs = list(generate_records(dt.date(2026, 12, 1), 600, seed=0))
+    hits = 0
+    for r in recs:
+        hits += any(pc.match_substring_regex(pa.array([json.dumps(r[c])]), PREFILTER[c])[0].as_py()
+                    for c in TEXT_COLS if c in r)
+    assert hits / len(recs) < 0.02, hits
