@@ -245,3 +245,32 @@ def test_served_weights_check_fires_when_a_running_server_loaded_other_weights(f
     check = served("f" * 64)
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     assert check.metadata["served: flywheel serve flywheel-policy:1"].value == "f" * 64
+
+
+def test_champion_drift_and_a_pool_that_stopped_finding_failures(flywheel_home, storage, mlflow_registry,
+                                                                 random_tiny):
+    from flywheel_dagster.assets.evaluation import eval_report
+    from flywheel_dagster.assets.mining import task_pool
+
+    champ = mlflow_registry.ensure_champion(random_tiny(flywheel_home.models / "base" / PART), PART)
+    mlflow_registry.set_tags(champ.version, {"flywheel.eval_pass_rates": {"math": 0.7, "code": 0.5}})
+    instance = dg.DagsterInstance.ephemeral()
+
+    def drift(math_now: float):
+        instance.report_runless_asset_event(dg.AssetMaterialization("eval_report", partition=PART, metadata={
+            "champion": champ.uri, "before/math/pass@1": math_now, "before/code/pass@1": 0.5}))
+        return _run_checks(instance, storage, eval_report, [monitoring.eval_champion_drift])["eval_champion_drift"]
+
+    assert drift(0.68).passed
+    fired = drift(0.55)
+    assert not fired.passed and fired.severity == dg.AssetCheckSeverity.WARN and fired.metadata["value"].value == 0.15
+
+    for size in (120, 100, 110, 10):
+        instance.report_runless_asset_event(dg.AssetMaterialization("task_pool", metadata={"dagster/row_count": size}))
+    pool = _run_checks(instance, storage, task_pool, [monitoring.task_pool_finding_failures], partition=None)
+    check = pool["task_pool_finding_failures"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    instance.report_runless_asset_event(dg.AssetMaterialization("task_pool", metadata={"dagster/row_count": 0}))
+    check = _run_checks(instance, storage, task_pool, [monitoring.task_pool_finding_failures],
+                        partition=None)["task_pool_finding_failures"]
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
