@@ -274,3 +274,24 @@ def test_champion_drift_and_a_pool_that_stopped_finding_failures(flywheel_home, 
     check = _run_checks(instance, storage, task_pool, [monitoring.task_pool_finding_failures],
                         partition=None)["task_pool_finding_failures"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+
+
+def test_a_failed_run_and_its_retry_are_one_alert(storage, webhook):
+    @dg.asset
+    def broken() -> None:
+        raise RuntimeError("the judge is down")
+
+    instance = dg.DagsterInstance.ephemeral()
+    alerts = AlertResource(webhook_url=webhook.url)
+    first = dg.materialize([broken], instance=instance, raise_on_error=False)
+    retry = dg.materialize([broken], instance=instance, raise_on_error=False,
+                           tags={"dagster/root_run_id": first.run_id, "dagster/parent_run_id": first.run_id})
+    for res in (first, retry):
+        run = instance.get_run_by_id(res.run_id)
+        failure = next(e for e in res.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
+        ctx = dg.build_run_status_sensor_context("run_failure_alerts", failure, instance, run,
+                                                 resources={"alerts": alerts, "storage": storage}).for_run_failure()
+        monitoring.run_failure_alerts(ctx)
+    assert len(webhook.received) == 1
+    assert webhook.received[0]["blocks"][0]["text"]["text"] == "[ERROR] __ephemeral_asset_job__ failed"
+    assert "broken" in webhook.received[0]["text"]
