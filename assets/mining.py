@@ -6,7 +6,7 @@ Library: `flywheel.mining`. Both assets read/write the warehouse through the `st
 import dagster as dg
 
 from flywheel.mining import MiningConfig, build_task_pool, mine_failures
-from flywheel.mining.pool import pool_log_partitions
+from flywheel.mining.pool_runs import pool_log_partitions
 from flywheel_dagster.assets.config import config_class
 from flywheel_dagster.resources.storage import StorageResource
 
@@ -50,14 +50,16 @@ def task_pool(context: dg.AssetExecutionContext, config: MiningRunConfig,
               storage: StorageResource) -> dg.MaterializeResult:
     with storage.warehouse() as con:
         r = build_task_pool(con, config.to_lib())
-        log_partitions = pool_log_partitions(con, r.model)
-    context.log.info(f"task_pool: {r.pool} tasks for {r.model} ({r.decontaminated} decontaminated, "
+        log_partitions = pool_log_partitions(con, r.models)
+    context.log.info(f"task_pool: {r.pool} tasks mined from {', '.join(r.models) or 'no model'} ({r.decontaminated} decontaminated, "
                      f"{r.near_duplicates} near-duplicates)")
     return dg.MaterializeResult(metadata={
         "dagster/row_count": r.pool, "model": r.model or "", "candidates": r.candidates,
         "decontaminated": r.decontaminated, "near_duplicates_removed": r.near_duplicates,
         "pool_by_domain": dg.MetadataValue.md(_md_counts(r.pool_by_domain, ("domain", "tasks"))),
-        "pool_counts": dg.MetadataValue.json({"by_domain": dict(r.pool_by_domain), "model": r.model or ""}),
+        "models": ", ".join(r.models),
+        "pool_counts": dg.MetadataValue.json({"by_domain": dict(r.pool_by_domain), "model": r.model or "",
+                                              "models": r.models, "by_model": dict(r.pool_by_model)}),
         "pool_by_reason": dg.MetadataValue.md(_md_counts(r.reasons, ("reason", "tasks"))),
         "heldout_prompts": r.heldout_prompts, "seconds": dg.MetadataValue.float(round(r.seconds, 3)),
         "log_partitions": dg.MetadataValue.json(log_partitions),
@@ -67,7 +69,7 @@ def task_pool(context: dg.AssetExecutionContext, config: MiningRunConfig,
 @dg.asset_check(asset=task_pool, description="Every domain that has failures with a reference contributes tasks to "
                 "the pool: a domain with failures but an empty pool means mining (or its thresholds) lost it.")
 def task_pool_covers_domains(storage: StorageResource) -> dg.AssetCheckResult:
-    from flywheel.mining.pool import pool_coverage
+    from flywheel.mining.pool_runs import pool_coverage
 
     with storage.warehouse() as con:
         cov = pool_coverage(con)

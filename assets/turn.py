@@ -131,6 +131,8 @@ def data_side(data: dg.ExecuteInProcessResult, user_logs: bool) -> dict[str, Any
         "pool_size": pool.get("dagster/row_count"),
         "pool_by_domain": counts.get("by_domain", {}),
         "pool_model": counts.get("model") or pool.get("model"),
+        "pool_models": counts.get("models", []),
+        "pool_by_model": counts.get("by_model", {}),
     }
 
 

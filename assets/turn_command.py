@@ -50,7 +50,9 @@ def format_data_side(s: dict) -> str:
              f"  read {d.get('lines_read')} lines: ingested {d.get('ingested')}, quarantined {d.get('quarantined')}"
              + (f" ({rate:.1%})" if isinstance(rate, (int, float)) else "")
              + f", duplicates {d.get('duplicates')}, redacted {d.get('redactions')}",
-             f"  task pool: {d.get('pool_size')} tasks ({pool}) mined from {d.get('pool_model') or 'no model'}"]
+             f"  task pool: {d.get('pool_size')} tasks ({pool}) mined from "
+             + (", ".join(f"{m} ({n})" for m, n in sorted((d.get("pool_by_model") or {}).items()))
+                or d.get("pool_model") or "no model")]
     failed = s.get("checks_failed") or []
     lines.append("  checks failed: " + ("; ".join(f"{c['severity']} {c['asset']}:{c['check']}" for c in failed)
                                         if failed else "none"))

@@ -13,8 +13,8 @@ from flywheel.config_fields import check_choices, option
 class MiningConfig:
     """What failure mining and the task pool do; every field says why it exists."""
 
-    model: str = option("", "model whose frontier the task pool is (name:version as logged); empty = the model "
-                            "of the most recent log record")
+    model: str = option("", "restrict mining to one model (name:version as logged); empty = every model that "
+                            "served the most recent log day (the pool's tasks are pooled over them)")
     min_attempts: int = option(3, "attempts a task needs before its pass rate counts as 'sometimes solves, "
                                   "sometimes fails'", ge=1)
     prior_strength: float = option(4.0, "pseudo-attempts of the Beta prior behind the difficulty estimate; the "

@@ -35,11 +35,11 @@ import pyarrow as pa
 
 from flywheel.environments.registry import default_environments
 from flywheel.environments.task import Task
-from flywheel.logs.schema import KNOWN_DOMAINS
 from flywheel.mining.config import MiningConfig
+from flywheel.mining.pool_runs import record_pool_run
 from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
 from flywheel.tasks.suites import DOMAINS, heldout_suite
-from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL, TASK_POOL_RUNS_DDL
+from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL
 from flywheel.world.responder import text_from_messages
 
 TASK_POOL_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -65,7 +65,9 @@ def has_reference_sql(d: str, r: str) -> str:
 class PoolReport:
     """What `build_task_pool` did."""
 
-    model: str | None = None
+    model: str | None = None  # the model of the most recent record: the champion's own traffic in a turn
+    models: list[str] = field(default_factory=list)  # every model whose failures were mined
+    pool_by_model: dict[str, int] = field(default_factory=dict)  # pool tasks each model attempted
     candidates: int = 0
     decontaminated: int = 0
     near_duplicates: int = 0
@@ -93,6 +95,16 @@ def current_model(con: duckdb.DuckDBPyConnection, config: MiningConfig) -> str |
     return row[0][0] if row else None
 
 
+def mined_models(con: duckdb.DuckDBPyConnection, config: MiningConfig) -> list[str]:
+    """The models whose failures the pool is built from: `config.model` when set (a restriction), else every
+    model that served the most recent log day (a team's logs from several models are all mined)."""
+    if config.model:
+        return [config.model]
+    return [r[0] for r in con.execute("""
+        WITH d AS (SELECT coalesce(log_date, CAST(timestamp AS DATE)) AS day, model FROM task_logs)
+        SELECT DISTINCT model FROM d WHERE day = (SELECT max(day) FROM d) ORDER BY 1""").fetchall()]
+
+
 def _empty_pool(con: duckdb.DuckDBPyConnection) -> None:
     cols = ", ".join(f"{n} {t}" for n, t in TASK_POOL_COLUMNS)
     con.execute(f"CREATE OR REPLACE TABLE task_pool ({cols})")
@@ -108,7 +120,9 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     cfg = config or MiningConfig()
     t0 = time.perf_counter()
     model = current_model(con, cfg)
-    report = PoolReport(model=model)
+    report = PoolReport(model=model, models=mined_models(con, cfg))
+    con.execute("CREATE OR REPLACE TEMP TABLE _pool_models AS SELECT unnest($m::VARCHAR[]) AS model",
+                {"m": report.models})
     held = heldout if heldout is not None else heldout_prompts()
     report.heldout_prompts = len(held)
     if model is None:
@@ -123,17 +137,20 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     # 1. candidates with the current model's counts, prompt and reference of their latest record
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_stats AS
-        SELECT task_id, domain, attempts, passes, attempts - passes AS fails, last_id FROM task_stats
-        WHERE model = $model AND attempts > 0 AND passes < attempts {dom_filter}
-    """, {"model": model}).fetchall()
+        SELECT task_id, any_value(domain) AS domain, sum(attempts) AS attempts, sum(passes) AS passes,
+               sum(attempts) - sum(passes) AS fails, arg_max(last_id, last_seen) AS last_id FROM task_stats
+        WHERE model IN (SELECT model FROM _pool_models) AND attempts > 0 {dom_filter}
+        GROUP BY task_id HAVING sum(passes) < sum(attempts)
+    """).fetchall()
     # the records the pool reads -- each candidate's latest record (prompt, reference) and its latest
     # failing one (the logged failing response) -- in ONE scan of task_logs: a lookup by id reads the
     # whole id column, so two lookups cost two scans
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _pool_lastfail AS
         SELECT task_id, arg_max(id, (timestamp, id)) AS id FROM failure_cases
-        WHERE model = $model AND task_id IN (SELECT task_id FROM _pool_stats) GROUP BY task_id
-    """, {"model": model}).fetchall()
+        WHERE model IN (SELECT model FROM _pool_models) AND task_id IN (SELECT task_id FROM _pool_stats)
+        GROUP BY task_id
+    """).fetchall()
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _pool_ids AS
         SELECT last_id AS id FROM _pool_stats UNION SELECT id FROM _pool_lastfail
@@ -197,16 +214,18 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     report.near_duplicates = int(con.execute("SELECT count(*) FROM near_duplicates").fetchall()[0][0])
     # 4. difficulty (Beta posterior with a history prior) and rank
     con.execute(DIFFICULTY_HISTORY_DDL)
-    con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain)),
-                {"model": model})
+    con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain)))
     _fill_failed_responses(con)
     for d, n in con.execute("SELECT domain, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
         report.pool_by_domain[d] = int(n)
     for r, n in con.execute("SELECT reason, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
         report.reasons[r] = int(n)
+    for m, n in con.execute("""SELECT s.model, count(*) FROM task_stats s SEMI JOIN task_pool p USING (task_id)
+                               WHERE s.model IN (SELECT model FROM _pool_models) GROUP BY 1 ORDER BY 1""").fetchall():
+        report.pool_by_model[m] = int(n)
     report.pool = sum(report.pool_by_domain.values())
-    _record_run(con, report, cfg)
-    for t in ("_pool_stats", "_pool_lastfail", "_pool_ids", "_pool_records", "_pool_text", "_pool_cand", "_pool_heldout",
+    record_pool_run(con, report.model, cfg.to_dict(), report.to_dict())
+    for t in ("_pool_models", "_pool_stats", "_pool_lastfail", "_pool_ids", "_pool_records", "_pool_text", "_pool_cand", "_pool_heldout",
               "_pool_overlap", "_pool_pairs"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
     report.seconds = time.perf_counter() - t0
@@ -217,10 +236,11 @@ DIFFICULTY_PRIOR_SQL = """
 CREATE OR REPLACE TABLE task_pool AS
 WITH dom AS (
     SELECT domain, (sum(attempts) - sum(passes) + 1.0) / (sum(attempts) + 2.0) AS m
-    FROM task_stats WHERE model = $model GROUP BY domain
+    FROM task_stats WHERE model IN (SELECT model FROM _pool_models) GROUP BY domain
 ), hist AS (
     SELECT task_id, sum(attempts) AS a, sum(passes) AS p FROM difficulty_history
-    WHERE model <> $model AND task_id IN (SELECT task_id FROM _pool_cand) GROUP BY task_id
+    WHERE model NOT IN (SELECT model FROM _pool_models) AND task_id IN (SELECT task_id FROM _pool_cand)
+    GROUP BY task_id
 ), scored AS (
     SELECT c.*, c.passes / c.attempts AS pass_rate,
            (c.fails + {k} * coalesce((h.a - h.p + 1.0) / (h.a + 2.0), dom.m))
@@ -238,50 +258,6 @@ FROM ranked WHERE domain_rank <= {limit}
 ORDER BY rank
 """
 
-
-
-def _record_run(con: duckdb.DuckDBPyConnection, report: PoolReport, cfg: MiningConfig) -> None:
-    con.execute(TASK_POOL_RUNS_DDL)
-    con.execute("INSERT INTO task_pool_runs VALUES (now()::TIMESTAMP, ?, ?, ?)",
-                [report.model, json.dumps(cfg.to_dict()), json.dumps(report.to_dict())]).fetchall()
-
-
-def last_pool_run(con: duckdb.DuckDBPyConnection) -> tuple[str | None, MiningConfig] | None:
-    """(model, config) of the latest `build_task_pool` call, or None before the first one."""
-    con.execute(TASK_POOL_RUNS_DDL)
-    rows = con.execute("SELECT model, config FROM task_pool_runs ORDER BY built_at DESC LIMIT 1").fetchall()
-    if not rows:
-        return None
-    cfg = json.loads(rows[0][1])
-    cfg["domains"] = tuple(cfg["domains"]) if cfg.get("domains") is not None else None
-    return rows[0][0], MiningConfig(**cfg)
-
-
-def pool_coverage(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
-    """domain -> (tasks the pool's model failed at least once, tasks in the pool), for verifiable domains."""
-
-    last = last_pool_run(con)
-    if last is None or last[0] is None:
-        return {}
-    model, cfg = last
-    domains = [d for d in KNOWN_DOMAINS if not cfg.domains or d in cfg.domains]
-    rows = con.execute("""
-        SELECT s.domain, count(*) FILTER (WHERE s.passes < s.attempts),
-               (SELECT count(*) FROM task_pool p WHERE p.domain = s.domain)
-        FROM task_stats s WHERE s.model = $model AND list_contains($domains, s.domain) GROUP BY s.domain
-    """, {"model": model, "domains": domains}).fetchall()
-    return {d: (int(f), int(p)) for d, f, p in rows}
-
-
-def pool_log_partitions(con: duckdb.DuckDBPyConnection, model: str | None) -> list[str]:
-    """The daily log partitions (`log_date`, YYYY-MM-DD) holding `model`'s records of the pool's tasks:
-    the raw data the pool, and every policy trained on it, came from (lineage of a registered model)."""
-    if model is None:
-        return []
-    return [r[0] for r in con.execute("""
-        SELECT DISTINCT strftime(log_date, '%Y-%m-%d') FROM task_logs
-        WHERE model = $model AND log_date IS NOT NULL AND task_id IN (SELECT task_id FROM task_pool) ORDER BY 1
-    """, {"model": model}).fetchall()]
 
 
 def contaminated_pool_tasks(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = None,

@@ -17,7 +17,8 @@ from flywheel.mining import (
     load_task_pool,
     mine_failures,
 )
-from flywheel.mining.pool import contaminated_pool_tasks, pool_coverage
+from flywheel.mining.pool import contaminated_pool_tasks
+from flywheel.mining.pool_runs import pool_coverage
 from flywheel.mining.taxonomy import normalize_traceback
 
 TASK_LOGS_DDL = """
@@ -312,3 +313,22 @@ def test_mining_matches_simulated_ground_truth(tmp_path):
     assert all(truth == mined for truth, mined, _ in pairs), pairs
     assert {m for _, m, _ in pairs} == set(FAILURE_TYPES)
     assert rep.failures == sum(n for *_, n in pairs)
+
+
+def test_every_model_of_the_latest_day_is_mined_unless_restricted(con):
+    """A team's day served by two models: both models' failures reach the pool (counted per model), the
+    earlier day's model does not; `model=` restricts mining to one."""
+    other, prompt = "team-llama:v2", "Dan has 8 cups. Dan breaks 3. How many cups does Dan have now?"
+    ts = T0 + timedelta(minutes=95)
+    _insert(con, [(f"k{i}", ts, "math-K", "math", other, json.dumps(_msgs(prompt, "Answer: 4")),
+                   json.dumps({"status": "failure", "passed": False}), json.dumps({"answer": "5"}), None, ts.date(),
+                   "team.jsonl", i + 1, None, 0) for i in range(2)])
+    mine_failures(con, MiningConfig())
+    report = build_task_pool(con, MiningConfig(), heldout=HELDOUT)
+    assert report.models == sorted([other, V2]) and report.model == other  # model: the most recent record's
+    pool = {r[0] for r in con.execute("SELECT task_id FROM task_pool").fetchall()}
+    assert "math-K" in pool and "math-A" in pool
+    assert report.pool_by_model[other] == 1 and report.pool_by_model[V2] == len(pool) - 1
+    assert pool_coverage(con)["math"][1] == report.pool_by_domain["math"]
+    only = build_task_pool(con, MiningConfig(model=V2), heldout=HELDOUT)
+    assert only.models == [V2] and "math-K" not in {r[0] for r in con.execute("SELECT task_id FROM task_pool").fetchall()}
