@@ -20,7 +20,6 @@ from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.resources.alerts import AlertResource, RollbackResource
 from flywheel_dagster.resources.storage import WAREHOUSE_POOL, StorageResource
 
-OWNERS = ["team:flywheel-deploy"]
 CHECK_CURSOR_BATCH = 200
 
 
