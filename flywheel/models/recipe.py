@@ -32,7 +32,10 @@ class TinyModelRecipe:
     n_math: int = field(default=3000, metadata={"help": "math train tasks in the SFT mix"})
     n_code: int = field(default=400, metadata={"help": "code train tasks in the SFT mix"})
     n_agent: int = field(default=1000, metadata={"help": "agent train tasks in the SFT mix"})
-    math_noise: float = field(default=0.3, metadata={"help": "share of math solutions with a perturbed final answer"})
+    math_noise: float = field(default=0.3, metadata={"help": "share of math SFT targets whose final answer is "
+                                                              "replaced by a wrong one after correct work: an "
+                                                              "experiment knob (label noise for RL to repair); "
+                                                              "tiny-v2 has none"})
     math_format: str = field(default="scratchpad", metadata={"help": "math SFT targets: scratchpad (digit by digit) | gold"})
     extra_domains: tuple[str, ...] = field(default=(), metadata={
         "help": "installed environments' domains (e.g. rg.gcd) whose gold solutions join the SFT mix and the "
@@ -75,7 +78,11 @@ MIX = TinyModelRecipe(release="tiny-mix", extra_domains=MIX_DOMAINS, n_extra=200
                       sft=SftConfig(steps=2400))
 """tiny-v1's recipe plus 21 reasoning-gym domains: the base of a many-domain training stream."""
 
-RECIPES: dict[str, TinyModelRecipe] = {DEFAULT_BASE_MODEL: TinyModelRecipe(), "tiny-quick": QUICK, "tiny-mix": MIX}
+CLEAN = TinyModelRecipe(release="tiny-v2", math_noise=0.0)
+"""tiny-v1's recipe without injected label noise (no wrong final answers after correct work): the honest base,
+whose weaknesses are its own rather than repaired noise."""
+
+RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-v2": CLEAN, "tiny-quick": QUICK, "tiny-mix": MIX}
 
 
 def is_tiny_release(name: str) -> bool:
