@@ -208,8 +208,13 @@ def pump(pid: int, in_w: int, out_r: int, err_r: int, stdin: bytes, lim: dict, t
             killed = "memory"
     if killed is None and exit_code != 0 and cg is not None and cg.oom_killed():
         killed = "memory"  # the cgroup's OOM killer ended the payload or one of its processes
-    if truncated:
+    if truncated:  # the note counts against the cap too: stdout + stderr never exceed it
         note = f"\n[flywheel sandbox: output truncated at {cap} bytes]\n".encode()
+        over = len(stdout) + len(stderr) + len(note) - cap
+        if over > 0 and len(stderr) >= len(stdout):  # the flood loses its end, the other stream stays whole
+            stderr, over = stderr[: max(0, len(stderr) - over)], over - min(over, len(stderr))
+        if over > 0:
+            stdout = stdout[: max(0, len(stdout) - over)]
         stderr = stderr + note
     return {"exit_code": exit_code, "stdout": stdout, "stderr": stderr, "timed_out": killed == "wall_timeout",
             "killed_reason": killed, "truncated": truncated}

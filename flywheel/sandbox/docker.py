@@ -273,11 +273,11 @@ class DockerSandbox:
             rc = int(state.get("StatusCode", 137))
             rc = -(rc - 128) if rc > 128 else rc
         truncated = killed == "output_limit" or len(out) + len(err) > lim.max_output_bytes
-        if truncated:
+        if truncated:  # the note counts against the cap too: stdout + stderr never exceed it
             keep = lim.max_output_bytes
-            out = out[:keep]
-            err = err[: max(0, keep - len(out))]
-            err += f"\n[flywheel sandbox: output truncated at {keep} bytes]\n".encode()
+            note = f"\n[flywheel sandbox: output truncated at {keep} bytes]\n".encode()
+            out = out[: max(0, keep - len(note))]
+            err = err[: max(0, keep - len(note) - len(out))] + note
         if killed is None and rc != 0:
             tail = bytes(err[-4000:])
             if oom or b"MemoryError" in tail or rc == -9 and oom:
