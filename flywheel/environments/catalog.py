@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from flywheel.environments.boundary import IMPORT_DEADLINE_S, PluginError, within
 from flywheel.environments.registry import EnvironmentRegistry, default_environments
 
 
-def _count(env: Any, domain: str, split: str) -> int | None:
+def _count(env: Any, domain: str, split: str, errors: list[str]) -> int | None:
+    """The count under the plug-in deadline: a plug-in that hangs here is reported once and not asked again."""
+    if any(e.startswith(f"plug-in {env.name!r}") for e in errors):
+        return None
     try:
-        return env.task_count(domain, split)
+        return within(functools.partial(env.task_count, domain, split), IMPORT_DEADLINE_S, repr(env.name),
+                      "task_count")
+    except PluginError as e:
+        errors.append(str(e))
+        return None
     except Exception:  # noqa: BLE001 - a count is informative only; the listing still shows the domain
         return None
 
@@ -21,19 +30,20 @@ def catalog(registry: EnvironmentRegistry | None = None) -> dict[str, Any]:
     each with its task counts per split (None: procedural, unbounded) and difficulty levels."""
     reg = registry or default_environments()
     sources = reg.sources()
-    envs, families = [], {}
+    envs, families, errors = [], {}, list(reg.errors)
     for env in reg.environments():
         doms = []
         for d in env.domains():
             if not reg.has_domain(d) or reg.for_domain(d) is not env:
                 continue  # claimed by an earlier environment (reported in errors)
-            doms.append({"domain": d, "train": _count(env, d, "train"), "heldout": _count(env, d, "heldout"),
+            doms.append({"domain": d, "train": _count(env, d, "train", errors),
+                         "heldout": _count(env, d, "heldout", errors),
                          "levels": list(env.levels(d)) if hasattr(env, "levels") else []})
         families[env.family] = families.get(env.family, 0) + len(doms)
         envs.append({"name": env.name, "family": env.family, "version": str(env.version),
                      "source": str(sources.get(env.name, "")), "domains": doms})
     return {"environments": envs, "domains": sum(len(e["domains"]) for e in envs), "families": families,
-            "errors": list(reg.errors)}
+            "errors": errors}
 
 
 def _n(x: int | None) -> str:

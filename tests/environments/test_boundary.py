@@ -127,3 +127,21 @@ def test_a_plugin_hanging_at_import_is_reported_not_waited_on(tmp_path, monkeypa
     errors = [e for e in reg.errors if "hangs_at_import" in e]
     assert len(errors) == 1 and "import did not finish within 1s" in errors[0], reg.errors
     assert "rg.countdown" in reg.domains()  # the others still load
+
+
+class HangsCounting(Wild):
+    name = "hangs-counting"
+
+    def task_count(self, domain, split):
+        time.sleep(3600)
+
+
+def test_envs_list_reports_a_plugin_hanging_in_task_count(monkeypatch):
+    from flywheel.environments import catalog
+
+    monkeypatch.setattr(catalog, "IMPORT_DEADLINE_S", 0.5)
+    t0 = time.monotonic()
+    cat = catalog.catalog(EnvironmentRegistry([HangsCounting()]))
+    assert time.monotonic() - t0 < 5  # asked once, not once per domain and split
+    assert cat["environments"][0]["domains"][0]["train"] is None
+    assert cat["errors"] == ["plug-in 'hangs-counting': task_count did not finish within 0.5s"]
