@@ -47,12 +47,17 @@ def _kind_sql(t: str) -> str:
             f"ELSE lower({t}) END")
 
 
-def message_error_sql(m: str, note: str = "") -> str:
+MESSAGE_SHAPE = '[{"role":"JSON","content":"JSON"}]'
+"""`json_transform` type of a messages array: NULL exactly when the text is not a JSON array."""
+
+
+def message_error_sql(m: str, note: str = "", shaped: str = "") -> str:
     """SQL: the first message of the JSON array `m` that is not a canonical chat message, as a struct
     (p = field path such as `messages[2].role`, w = why), or NULL. The reasons read as those of
     `flywheel.logs.messages`, which also checks content parts and tool calls: lines holding those
     go through Python first (`formats.needs_python`) and reach this check already canonical.
-    `note` is added to a bad content's reason."""
+    `note` is added to a bad content's reason; `shaped` names `m` already transformed to `MESSAGE_SHAPE`
+    (one parse of the array serves the type check and this one)."""
     roles = ", ".join(sql_literal(r) for r in ROLES)
 
     def one(path: str, why: str) -> str:
@@ -71,7 +76,7 @@ def message_error_sql(m: str, note: str = "") -> str:
     # one parse of the array finds the (rare) arrays that may hold a bad message; only those are
     # taken apart message by message (a string role spelt with escapes is flagged here, passed there)
     quoted = ", ".join(sql_literal(f'"{r}"') for r in ROLES)
-    maybe = (f"list_bool_or(list_transform(json_transform({m}, '[{{\"role\":\"JSON\",\"content\":\"JSON\"}}]'), "
+    maybe = (f"list_bool_or(list_transform({shaped or f'json_transform({m}, {sql_literal(MESSAGE_SHAPE)})'}, "
              f"lambda x: x.role IS NULL OR x.role NOT IN ({quoted}) "
              "OR (x.content IS NOT NULL AND NOT starts_with(x.content, '\"'))))")
     return f"CASE WHEN {maybe} THEN {detail} END"
@@ -246,6 +251,7 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
     checks: list[tuple[str, str, str | None, str]] = []
     val: dict[str, str] = {}
     pre: list[str] = []
+    parsed: list[str] = []  # computed a level below `pre`, so `pre` may read them without parsing again
     for f in FIELDS:
         required = f in REQUIRED_FIELDS
         if f not in names:
@@ -275,7 +281,11 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
             if kind == "string":
                 val[f] = c
                 jt = f"jt_{f}"  # one parse: TRY(json_type) is NULL exactly when the text is not JSON
-                pre.append(f"TRY(json_type({c})) AS {jt}")
+                if f == "messages":  # the parse the message check needs also says ARRAY (most rows)
+                    parsed.append(f"TRY(json_transform({c}, {sql_literal(MESSAGE_SHAPE)})) AS shaped_messages")
+                    pre.append(f"CASE WHEN shaped_messages IS NOT NULL THEN 'ARRAY' ELSE TRY(json_type({c})) END AS {jt}")
+                else:
+                    pre.append(f"TRY(json_type({c})) AS {jt}")
                 checks.append((f"{c} IS NOT NULL AND {jt} IS NULL", "invalid_json", f,
                                _msg(P, f"'field ''{f}'' is not valid JSON: ' || left({c}, 60)")))
                 if want:
@@ -301,7 +311,10 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
     if "messages" in names and arrow_kind(schema.field("messages").type) in ("string", "list"):
         m = q["messages"] if arrow_kind(schema.field("messages").type) == "string" else f"to_json({q['messages']})"
         note = " (Parquet content parts are not normalised: write them as JSON Lines, or join the text parts)"
-        pre.append(f"TRY(CASE WHEN json_type({m}) = 'ARRAY' THEN {message_error_sql(m, note)} END) AS m_err")
+        if arrow_kind(schema.field("messages").type) == "string":
+            pre.append(f"TRY(CASE WHEN shaped_messages IS NOT NULL THEN {message_error_sql(m, note, 'shaped_messages')} END) AS m_err")
+        else:
+            pre.append(f"TRY(CASE WHEN json_type({m}) = 'ARRAY' THEN {message_error_sql(m, note)} END) AS m_err")
         checks.append(_message_check(P))
     unknown = [n for n in dict.fromkeys(schema.names) if n not in FIELDS and n != "extra"]
     extra_parts = []
@@ -324,7 +337,8 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
     SELECT line_no, err,
            CASE WHEN err IS NOT NULL THEN left(to_json({row})::VARCHAR, {opts.raw_preview_chars}) END AS raw,
            {", ".join(f"n_{f} AS {f}" for f in (*FIELDS, "extra"))}
-    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM (SELECT *{"".join(", " + p for p in pre)} FROM {source})) i
+    FROM (SELECT *, {cols}, {_err_case(checks)} AS err FROM (SELECT *{"".join(", " + p for p in pre)} FROM
+          (SELECT *{"".join(", " + p for p in parsed)} FROM {source}))) i
     """
 
 
