@@ -29,10 +29,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _peak_rss_mib() -> float:
+    """This process's peak RSS. VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a worker
+    started by a driver that once held more would report the driver's peak as its own."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _usage() -> tuple[float, float]:
     """(CPU seconds of this process, all threads; peak RSS MiB)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime, r.ru_maxrss / 1024.0
+    return r.ru_utime + r.ru_stime, _peak_rss_mib()
 
 
 def worker(code: str, src: str, warehouse: str, out: str, reingest: bool) -> None:
