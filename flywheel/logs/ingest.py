@@ -49,6 +49,7 @@ import duckdb
 from flywheel.logs.guard import guard_sources
 from flywheel.logs.load import Loader
 from flywheel.logs.options import IngestOptions, IngestReport
+from flywheel.logs.redact import redact_key
 from flywheel.logs.sources import list_sources
 from flywheel.warehouse import connect
 from flywheel.warehouse.tables import ensure_tables
@@ -97,7 +98,9 @@ def ingest(
     try:
         ensure_tables(connection)
         connection.execute("SET TimeZone = 'UTC'")
-        report = IngestReport(run_id=uuid.uuid4().hex, source=os.fspath(source), files=len(sources),
+        where = os.fspath(source)
+        report = IngestReport(run_id=uuid.uuid4().hex, source=redact_key(where, "raw")[0] if opts.redact else where,
+                              files=len(sources),
                               log_date=day.isoformat() if day else None)
         t0, started = time.perf_counter(), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         loader = Loader(connection, opts, day, report, _caller(progress), pool)

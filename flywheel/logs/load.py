@@ -30,7 +30,7 @@ from flywheel.logs.jsonl import (
 )
 from flywheel.logs.messages import RecordError
 from flywheel.logs.options import IngestOptions, IngestReport
-from flywheel.logs.redact import redact_raw
+from flywheel.logs.redact import redact_key, redact_raw
 from flywheel.logs.sources import SourceFile
 from flywheel.logs.validate_sql import (
     JSON_FIELDS,
@@ -59,6 +59,7 @@ class Loader:
         self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         self._jsonl_sql = {u: lean_sql(jsonl_sql(opts, u), ()) for u in ("line", "record")}
         self._orig: dict[int, str] = {}  # this batch's lines as read, where Python rewrote them
+        self._names: dict[str, str] = {}  # file name -> as stored (`stored_name`)
         self.out = PartWriter(task_logs_dir(con), report.run_id, pool, opts.workers)
 
     # -- readers ------------------------------------------------------------------------------
@@ -214,6 +215,13 @@ class Loader:
             if self.progress:
                 self.progress(b - a)
 
+    def stored_name(self, src: SourceFile) -> str:
+        """The name a row of `src` records in `source_file`: redacted like an id (a secret in a file or
+        folder name is replaced, with a digest that keeps two names two), so re-ingest finds it again."""
+        if src.name not in self._names:
+            self._names[src.name] = (redact_key(src.name, "raw")[0] or src.name) if self.opts.redact else src.name
+        return self._names[src.name]
+
     def file_quarantine(self, src: SourceFile, reason: str) -> None:
         """A whole file refused (or failed mid-way): rows of it already stored stay; what was counted
         but not accounted for in the failing batch, and the rest of the file, become one
@@ -308,7 +316,7 @@ class Loader:
             day = pa.array(np.full(n, np.datetime64(self.log_date.isoformat(), "D")), pa.date32())
         else:
             day = pc.cast(new["timestamp"], pa.date32())
-        name = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([src.name])).cast(pa.string())
+        name = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.stored_name(src)])).cast(pa.string())
         at = pa.array(np.full(n, np.datetime64(self.now, "us")), pa.timestamp("us"))
         out = pa.table({
             **{c: new[c] for c in OUT_COLS},
@@ -327,7 +335,7 @@ class Loader:
         limit = self.opts.raw_preview_chars
         if self.opts.redact:  # the reason quotes a field's start: redacted as well
             raw, reason = redact_raw(raw, limit), redact_raw(reason, len(reason) + 1)
-        return {"source_file": src.name, "source_line": line, "reason": reason, "field": fld,
+        return {"source_file": self.stored_name(src), "source_line": line, "reason": reason, "field": fld,
                 "raw": raw[:limit], "kind": kind, "log_date": None}
 
     def _quarantine_from_cand(self, src: SourceFile, bad: pa.Table, lines: pa.Table | None) -> None:

@@ -166,3 +166,18 @@ def test_docs_table_lists_every_kind_and_place():
     for place in ("quarantine.raw", "quarantine.reason", "`id`", "`task_id`", "`model`", "`domain`",
                   "`messages`", "`outcome`", "`reference`", "`extra`", "Parquet", "JSONL"):
         assert place in section, place
+
+
+def test_secrets_in_file_names_are_not_stored(rec, tmp_path, wh):
+    folder = tmp_path / "jane@example.com"
+    folder.mkdir()
+    path = folder / "export-sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123.jsonl"
+    path.write_text(json.dumps(rec(1)) + "\nnot json\n")
+    for _ in range(2):  # re-ingest finds the same (redacted) names: nothing new anywhere
+        r = ingest(folder, wh)
+    assert (r.lines_read, r.duplicates) == (2, 1)
+    names = wh.execute("SELECT source_file FROM task_logs UNION ALL SELECT source_file FROM quarantine "
+                       "UNION ALL SELECT source FROM ingest_runs").fetchall()
+    assert len(names) == 4 and wh.execute("SELECT count(*) FROM quarantine").fetchall() == [(1,)]
+    for (n,) in names:
+        assert "jane@" not in n and "AbCdEfGh" not in n and "[REDACTED:EMAIL]" in n, n
