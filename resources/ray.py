@@ -7,6 +7,7 @@ cluster or KubeRay head at `address`. The fleet sizes (`FleetConfig`) are its ot
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from functools import cache
 from typing import Any
@@ -112,7 +113,10 @@ class RayResource(dg.ConfigurableResource):
                                  "(ray://<head>:10001, or auto on a node of the cluster)")
             conn = _cluster_ray_class()(cluster_address=self.address)
         ctx = context if context is not None and getattr(context, "log", None) else dg.build_init_resource_context()
-        self._context = conn.connect(ctx)
+        from flywheel.fleet.local import loopback_only
+
+        with loopback_only() if self.mode == "local" else contextlib.nullcontext():  # Ray binds all interfaces else
+            self._context = conn.connect(ctx)
         self._conn = conn
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
