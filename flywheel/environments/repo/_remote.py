@@ -54,7 +54,10 @@ class RepoPeer(Peer):
 
     def dec(self, x, depth=0):
         if type(x) is dict and x.get("t") == "obj" and type(x.get("v")) is int and set(x) <= {"t", "v"}:
-            return Remote(self, x["v"])
+            seen = self.__dict__.setdefault("remotes", {})  # one Remote per object: `is` and == hold across fetches
+            if x["v"] not in seen:
+                seen[x["v"]] = Remote(self, x["v"])
+            return seen[x["v"]]
         return Peer.dec(self, x, depth)
 
 

@@ -141,3 +141,55 @@ def test_a_repository_file_named_like_the_standard_library_never_runs_in_the_run
     assert repo_env.verify(calc_task, shadow + _write("calc.py", fixed) + SUBMIT).reward == 1.0
     v = repo_env.verify(calc_task, shadow + SUBMIT)
     assert v.reward == 0.0 and "tests failed" in v.reason, v
+
+
+BOX = '''class Node:
+    def __init__(self, value):
+        self.value = value
+
+
+class Box:
+    def __init__(self):
+        self.node = Node(3)
+        self.items = []
+
+    def get(self):
+        return self.node
+
+    def add(self, *xs):
+        self.items.extend(xs)
+        return self
+
+    def __len__(self):
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __contains__(self, x):
+        return x in self.items
+
+    def __getitem__(self, i):
+        return self.items[i]
+'''
+BOX_TEST = '''from box import Box
+
+
+def test_objects_keep_identity_and_behave():
+    b = Box()
+    assert b.get() is b.get() and b.get() == b.node and b.get().value == 3
+    assert b.add(1, 2).add(3) is b and len(b) == 3 and list(b) == [1, 2, 3] and 2 in b and b[-1] == 3
+    b.node.value = 5
+    assert b.get().value == 5 and sorted(b, key=lambda x: -x) == [3, 2, 1]
+'''
+
+
+def test_honest_objects_still_pass_across_the_process_boundary(repo_env):
+    """False negatives: identity, attributes, chaining, len/iter/in/[] and callbacks on the repository's objects."""
+    from flywheel.environments.repo.spec import make_reference
+    from flywheel.environments.task import Task
+
+    ref = make_reference({"box.py": BOX, "tests/test_box.py": BOX_TEST}, ["tests/test_box.py"],
+                         {"tests/hidden/test_box_hidden.py": BOX_TEST}, timeout_s=5.0)
+    v = repo_env.verify(Task("repo-box", "repo", "nothing to fix", ref, ""), SUBMIT)
+    assert v.reward == 1.0, v
