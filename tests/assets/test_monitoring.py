@@ -295,3 +295,28 @@ def test_a_failed_run_and_its_retry_are_one_alert(storage, webhook):
     assert len(webhook.received) == 1
     assert webhook.received[0]["blocks"][0]["text"]["text"] == "[ERROR] __ephemeral_asset_job__ failed"
     assert "broken" in webhook.received[0]["text"]
+
+
+def test_reward_up_while_heldout_falls_blocks_promotion(flywheel_home, storage, seed_mlflow_db):
+    from flywheel.train.common.telemetry import Telemetry
+    from flywheel_dagster.assets.evaluation import eval_report
+
+    seed_mlflow_db(flywheel_home)
+    tele = Telemetry(flywheel_home.mlflow_uri, artifact_root=flywheel_home.mlflow_artifacts)
+    run_id = tele.start("rlvr-hacked", {"steps": 6})
+    for step, reward in enumerate((0.2, 0.25, 0.3, 0.6, 0.7, 0.8), 1):  # the trainer's own logger
+        tele.log_metrics(step, {"reward/mean": reward, "reward/std": 0.3})
+    tele.finish()
+    instance = dg.DagsterInstance.ephemeral()
+    instance.report_runless_asset_event(dg.AssetMaterialization("rlvr_policy", partition=PART,
+                                                                metadata={"mlflow_run_id": run_id}))
+
+    def judged(heldout_diff: float):
+        instance.report_runless_asset_event(dg.AssetMaterialization("eval_report", partition=PART,
+                                                                    metadata={"diff/overall": heldout_diff}))
+        return _run_checks(instance, storage, eval_report, [monitoring.eval_no_reward_hacking])["eval_no_reward_hacking"]
+
+    assert judged(+0.04).passed  # reward and held-out both rose: learning
+    hacked = judged(-0.05)
+    assert not hacked.passed and hacked.severity == dg.AssetCheckSeverity.ERROR
+    assert "reward hacking" in hacked.metadata["message"].value

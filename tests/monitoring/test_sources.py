@@ -9,7 +9,7 @@ from flywheel.monitoring.sources import LiveCounts, ingest_days, live_counts, ru
 
 
 def test_run_history_reads_what_the_trainer_logged(flywheel_home, seed_mlflow_db):
-    from flywheel.train.telemetry import Telemetry
+    from flywheel.train.common.telemetry import Telemetry
 
     seed_mlflow_db(flywheel_home)
     tele = Telemetry(flywheel_home.mlflow_uri, artifact_root=flywheel_home.mlflow_artifacts)
