@@ -226,7 +226,7 @@ def champion_rollback_sensor(context: dg.SensorEvaluationContext, storage: Stora
     if watch is None or watch.rolled_back_to is None:
         return dg.SkipReason(watch.decision.reason if watch else "no champion with a predecessor to roll back to")
     reason = f"rolled back {watch.champion} -> {watch.rolled_back_to}: {watch.decision.reason}"
-    alerts.deliver(Alert(f"rollback:{watch.champion}", "ERROR", f"champion {watch.champion} rolled back",
+    alerts.deliver(Alert(f"rollback:{watch.champion}:{watch.decision.days[-1]}", "ERROR", f"champion {watch.champion} rolled back",
                          reason, "rollback", details=watch.decision.to_dict()), paths.home)
     context.log.warning(reason)
     meta = {"rolled_back": watch.champion, "champion": watch.rolled_back_to, "reason": reason,

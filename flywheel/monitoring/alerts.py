@@ -6,8 +6,8 @@ fail for, the very pipeline it reports on. Appends are small, locked lines, read
 
 An incident's `key` says what went wrong once, however often it is seen: a failed check is keyed by asset,
 partition, check and the run's root (a retried run keeps its root), a failed run by its root run, a rollback
-by the version it moved away from. `AlertLog.deliver_once` sends an incident's first sighting and records it;
-later sightings of a delivered key are only counted.
+by the version it moved away from and the last day judged. `AlertLog.deliver_once` sends an incident's first
+sighting and records it; later sightings of a delivered key send nothing.
 """
 
 from __future__ import annotations
