@@ -203,11 +203,35 @@ def canonical(rec: dict[str, Any], fmt: str = "auto") -> dict[str, Any]:
     return _CONVERT[detect(rec) if fmt == "auto" else fmt](rec)
 
 
+class _Ambiguous(ValueError):
+    """Raised while decoding: a key twice in one object, or a number no float can hold."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        keys = ", ".join(k for k, _ in pairs)
+        raise _Ambiguous("duplicate_key", f"a field appears twice in the object (keys: {keys[:80]}); "
+                         "which one is meant is ambiguous")
+    return out
+
+
+def _finite(text: str) -> float:
+    v = float(text)
+    if v in (float("inf"), float("-inf")):
+        raise _Ambiguous("invalid_json", f"the number {text[:40]} is beyond a 64-bit float (it would be stored as "
+                         "Infinity, which is not JSON); write it as a string")
+    return v
+
+
 def canonical_line(line: str, fmt: str) -> str | RecordError:
     """One JSON line as canonical compact JSON text, or its RecordError. A line that is not a JSON
-    object comes back as it is: the validation SQL says precisely what is wrong with it."""
+    object comes back as it is: the validation SQL says precisely what is wrong with it. A key twice
+    in an object, or a number that overflows a float, is refused (as the SQL path refuses the first)."""
     try:
-        rec = json.loads(line)
+        rec = json.loads(line, object_pairs_hook=_unique, parse_float=_finite)
+    except _Ambiguous as e:
+        return RecordError(e.args[0], None, e.args[1])
     except (ValueError, RecursionError):
         return line
     if not isinstance(rec, dict):

@@ -317,6 +317,11 @@ def parquet_sql(schema: pa.Schema, opts: IngestOptions, source: str = "_b") -> s
             pre.append(f"TRY(CASE WHEN json_type({m}) = 'ARRAY' THEN {message_error_sql(m, note)} END) AS m_err")
         checks.append(_message_check(P))
     unknown = [n for n in dict.fromkeys(schema.names) if n not in FIELDS and n != "extra"]
+    for n in unknown:  # a float column's NaN or infinity would be written into `extra` as a bare NaN: not JSON
+        if pa.types.is_floating(schema.field(n).type):
+            checks.append((f"(isnan({q[n]}) OR isinf({q[n]}))", "invalid_json", n,
+                           _msg(P, f"'field ''{sql_literal(n)[1:-1]}'': ' || {q[n]}::VARCHAR || ' is not a JSON number "
+                                   "(write null, or the value as a string)'")))
     extra_parts = []
     if "extra" in names and arrow_kind(schema.field("extra").type) == "string":
         extra_parts.append(f"CASE WHEN json_valid({q['extra']}) THEN {q['extra']} END")

@@ -279,3 +279,33 @@ def test_a_top_level_fault_is_reported_before_a_message_fault(rec, write_jsonl, 
     write_jsonl(tmp_path / "a.jsonl", [rec(1, task_id={"id": 7}, messages=bad_msg), rec(2, outcome=..., messages=bad_msg)])
     ingest(tmp_path / "a.jsonl", wh)
     assert [(k, f) for k, f, _ in _quarantine(wh).values()] == [("wrong_type", "task_id"), ("missing_field", "outcome")]
+
+
+@pytest.mark.parametrize(("edit", "kind", "says"), [
+    (lambda line: line.replace('"object": "chat.completion"', '"object": "chat.completion", "model": "other"'),
+     "duplicate_key", "a field appears twice in the object"),
+    (lambda line: line.replace('"index": 0', '"index": 0, "score": 1e999'), "invalid_json", "beyond a 64-bit float"),
+])
+def test_records_converted_in_python_refuse_what_the_sql_path_refuses(edit, kind, says, tmp_path, wh):
+    lines = (FIXTURES / "openai_chat.jsonl").read_text().splitlines()
+    (tmp_path / "a.jsonl").write_text("\n".join([lines[0], edit(lines[0]).replace("chatcmpl-A1", "chatcmpl-X"),
+                                                 *lines[1:]]) + "\n")
+    r = ingest(tmp_path / "a.jsonl", wh, options=IngestOptions(format="openai"))
+    _balanced(r)
+    assert (r.quarantined, r.ingested) == (5, 3)  # the fixture's own four bad lines, and this one
+    (k, reason), = wh.execute("SELECT kind, reason FROM quarantine WHERE source_line = 2").fetchall()
+    assert k == kind and says in reason
+    assert "Infinity" not in "".join(x for (x,) in wh.execute("SELECT extra FROM task_logs").fetchall() if x)
+
+
+def test_parquet_float_columns_never_put_nan_into_extra(rec, tmp_path, wh):
+    rows = [{**rec(i), "messages": json.dumps(rec(i)["messages"]), "outcome": "{}", "reference": None,
+             "timestamp": "2026-12-01T10:00:00Z", "score": x} for i, x in enumerate([1.5, float("nan"), float("-inf")])]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "a.parquet")
+    r = ingest(tmp_path / "a.parquet", wh)
+    _balanced(r)
+    assert (r.ingested, r.quarantined) == (1, 2)
+    assert wh.execute("SELECT extra FROM task_logs").fetchall() == [('{"score":1.5}',)]
+    assert wh.execute("SELECT source_line, kind, field, reason FROM quarantine ORDER BY 1").fetchall() == [
+        (2, "invalid_json", "score", "row 2: field 'score': nan is not a JSON number (write null, or the value as a string)"),
+        (3, "invalid_json", "score", "row 3: field 'score': -inf is not a JSON number (write null, or the value as a string)")]
