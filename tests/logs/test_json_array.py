@@ -94,3 +94,13 @@ def test_a_large_array_is_read_in_memory_that_does_not_grow_with_it(rec, tmp_pat
         tracemalloc.stop()
     size = path.stat().st_size
     assert n == 60_000 and size > 55 * 2**20 and peak < 0.5 * size, (size, peak)
+
+
+def test_one_deep_record_never_loses_its_neighbours(rec, tmp_path, wh):
+    from flywheel.logs.ingest import ingest
+
+    deep = json.dumps(rec(2))[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (tmp_path / "a.json").write_text("[" + ",".join([json.dumps(rec(1)), deep, json.dumps(rec(3))]) + "]")
+    r = ingest(tmp_path / "a.json", wh)
+    assert r.lines_read == r.ingested + r.quarantined + r.duplicates == 3
+    assert {"r1", "r3"} <= {i for (i,) in wh.execute("SELECT id FROM task_logs").fetchall()}
