@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -59,17 +60,31 @@ def open_stream(src: SourceFile, max_ratio: float) -> Iterator:
         yield _Capped(f, src.fs.get_file_info(src.path).size or 0, max_ratio) if gz else f
 
 
+def _breaks(piece: bytes) -> int:
+    """Line breaks in `piece`: LF, CRLF, or a CR alone (old Mac exports)."""
+    return piece.count(b"\n") + piece.count(b"\r") - piece.count(b"\r\n")
+
+
+def _first_break(data: bytes) -> int:
+    found = [i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0]
+    return min(found) if found else -1
+
+
 def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                  max_ratio: float) -> Iterator[tuple[int, bytes] | Skipped]:
-    """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression; a line
-    longer than `max_line_bytes` that spans chunks is not buffered: it streams by and is yielded as
-    `Skipped` (with its first bytes). Raises `TooExpanded` past the decompression cap."""
+    """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression; lines
+    end at LF, CRLF or a lone CR. A line longer than `max_line_bytes` that spans chunks is not
+    buffered: it streams by and is yielded as `Skipped` (with its first bytes). Raises `TooExpanded`
+    past the decompression cap."""
     with open_stream(src, max_ratio) as f:
-        buf, done, first, skip, head = b"", 0, True, 0, b""
+        buf, done, first, skip, head, cr = b"", 0, True, 0, b"", False
         while True:
             data = f.read(chunk_bytes)
             if first:  # a UTF-8 byte-order mark is not part of line 1
                 data, first = data.removeprefix(b"\xef\xbb\xbf"), False
+            if cr and data.startswith(b"\n"):  # the LF of a CRLF whose CR ended the last read
+                data = data[1:]
+            cr = False
             if not data:
                 if skip:
                     yield too_large("line", done + 1, skip, max_line_bytes, head)
@@ -77,18 +92,22 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                     yield done, buf
                 return
             if skip:
-                nl = data.find(b"\n")
+                nl = _first_break(data)
                 if nl < 0:
                     skip += len(data)
                     continue
                 yield too_large("line", done + 1, skip + nl, max_line_bytes, head)
-                done, skip, data = done + 1, 0, data[nl + 1:]
+                end = nl + 2 if data[nl:nl + 2] == b"\r\n" else nl + 1
+                cr = end == len(data) and data.endswith(b"\r")
+                done, skip, data = done + 1, 0, data[end:]
             buf += data
-            cut = buf.rfind(b"\n")
+            cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+            if cut == len(buf) - 1 and buf.endswith(b"\r"):  # its LF may come with the next read
+                cut = max(buf.rfind(b"\n", 0, cut), buf.rfind(b"\r", 0, cut))
             if cut >= 0:
                 piece, buf = buf[: cut + 1], buf[cut + 1 :]
                 yield done, piece
-                done += piece.count(b"\n")
+                done += _breaks(piece)
             if len(buf) > max_line_bytes:  # the line in progress is already too long: let it stream by
                 head, skip, buf = buf[:HEAD_BYTES], len(buf), b""
 
@@ -97,15 +116,18 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
     """The lines of one chunk as a table (`line_no`, `line`; blank lines dropped: they are not records),
     and the lines that are not UTF-8 as (line number, kind, reason, raw text with the bad bytes escaped)."""
     bad: list[tuple[int, str, str, str]] = []
+    lone_cr = piece.count(b"\r") != piece.count(b"\r\n")  # else a CRLF line keeps its CR: JSON whitespace
     try:
         text = piece.decode("utf-8")
-        arr = pc.list_flatten(pc.split_pattern(pa.array([text], pa.large_string()), "\n"))
-        if text.endswith("\n"):
+        whole = pa.array([text], pa.large_string())
+        split = pc.split_pattern_regex(whole, r"\r\n|\r|\n") if lone_cr else pc.split_pattern(whole, "\n")
+        arr = pc.list_flatten(split)
+        if text.endswith(("\n", "\r")):
             arr = arr.slice(0, len(arr) - 1)
         line_no = np.arange(before + 1, before + 1 + len(arr), dtype=np.int64)
     except UnicodeDecodeError:  # slow path for this chunk only: find the bad lines
-        raw_lines = piece.split(b"\n")
-        if piece.endswith(b"\n"):
+        raw_lines = re.split(rb"\r\n|\r|\n", piece) if lone_cr else piece.split(b"\n")
+        if piece.endswith((b"\n", b"\r")):
             raw_lines.pop()
         good, nos = [], []
         for i, raw in enumerate(raw_lines):

@@ -73,3 +73,15 @@ def test_an_over_long_line_is_never_held_whole(rec, tmp_path):
     assert [type(i) for i in items] == [tuple, Skipped, tuple] and items[1].index == 2
     assert items[2][0] == 2 and items[2][1].startswith(b'{"id": "r3"')
     assert peak < 8 * 2**20, peak  # a few reads and the line cap, not the 120 MiB line
+
+
+@pytest.mark.parametrize("eol", ["\r", "\r\n", "\n"])
+@pytest.mark.parametrize("chunk", [5, 64, 1 << 20])
+def test_lines_end_at_lf_crlf_or_a_lone_cr(eol, chunk, rec, tmp_path, wh):
+    lines = [json.dumps(rec(1)), "not json", "", json.dumps(rec(3))]
+    (tmp_path / "a.jsonl").write_bytes(eol.join(lines).encode() + eol.encode())
+    r = ingest(tmp_path / "a.jsonl", wh, options=IngestOptions(jsonl_chunk_bytes=chunk))
+    _balanced(r)
+    assert (r.lines_read, r.ingested, r.quarantined) == (3, 2, 1)
+    assert wh.execute("SELECT source_line FROM quarantine").fetchall() == [(2,)]
+    assert sorted(wh.execute("SELECT source_line FROM task_logs").fetchall()) == [(1,), (4,)]
