@@ -35,7 +35,8 @@ def _format_of(path: str) -> str | None:
 def list_sources(source: str | os.PathLike[str]) -> list[SourceFile]:
     """Resolve a file, folder or URI (`file://`, `s3://`, `gs://`, ...) to the log files under it.
 
-    Raises FileNotFoundError when nothing exists there; a folder is searched recursively for
+    Raises FileNotFoundError when nothing exists there; a folder is searched recursively (each real
+    folder once, however many links lead to it) for
     `*.jsonl[.gz]`, `*.ndjson`, `*.json[.gz]` (JSON Lines, or one JSON array) and `*.parquet`, in sorted order.
     """
     s = os.fspath(source)
@@ -51,10 +52,30 @@ def list_sources(source: str | os.PathLike[str]) -> list[SourceFile]:
     if info.type == pafs.FileType.File:
         fmt = _format_of(path) or "jsonl"  # an explicitly named file is read as JSONL unless .parquet
         return [SourceFile(fs, path, prefix + path, fmt)]
-    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    if isinstance(fs, pafs.LocalFileSystem):
+        paths = _local_files(path)
+    else:
+        paths = [i.path for i in fs.get_file_info(pafs.FileSelector(path, recursive=True))
+                 if i.type == pafs.FileType.File]
     out = []
-    for i in sorted(infos, key=lambda i: i.path):
-        fmt = _format_of(i.path)
-        if i.type == pafs.FileType.File and fmt and not Path(i.path).name.startswith((".", "_")):
-            out.append(SourceFile(fs, i.path, prefix + i.path, fmt))
+    for p in sorted(paths):
+        fmt = _format_of(p)
+        if fmt and not Path(p).name.startswith((".", "_")):
+            out.append(SourceFile(fs, p, prefix + p, fmt))
+    return out
+
+
+def _local_files(path: str) -> list[str]:
+    """Every non-folder entry under the local folder `path`, following folder links, but into each real
+    folder once: a link loop (or a second link to a folder already walked) is not walked again. (File
+    links, and links that leave the folder, are for `guard` to judge.)"""
+    seen: set[str] = set()
+    out = []
+    for root, dirs, files in os.walk(path, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        out.extend(os.path.join(root, f) for f in files)
     return out
