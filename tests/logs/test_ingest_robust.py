@@ -191,6 +191,9 @@ def test_parquet_columns_named_like_internal_aliases_never_shadow_fields(remote,
     ("epoch", False), ("2026-12-01T10:00:00+25:00", False), ("Infinity", False), ("infinity", False),
     ("-infinity", False), ("0000-01-01T00:00:00Z", False), ("10000-01-01T00:00:00Z", False),
     ("2026-13-01T00:00:00Z", False), ("allballs", False), ("now", False),
+    ("2016-12-31T23:59:60Z", True), ("2016-12-31T08:59:60.5+09:00", True), ("20261201T100000Z", True),
+    ("20261201t100000,5+0100", True), ("20261301T100000Z", False), ("2026-12-01T10:60:00Z", False),
+    ("2026-12-01T10:59:61Z", False), ("20261201", False),
 ])
 def test_timestamps_rfc3339_accepted_others_refused_per_line(ts, ok, rec, tmp_path):
     logs = tmp_path / "logs"
@@ -278,3 +281,13 @@ def test_no_repeat_no_duplicate_key_verdict(fields, rec, tmp_path):
     (logs / "a.jsonl").write_text(json.dumps(rec("x", **fields)) + "\n")
     r, q, ids = _run(logs, tmp_path)
     assert r.ingested == 1 and not q, q
+
+
+def test_leap_seconds_and_basic_format_store_the_instant_they_mean(rec, tmp_path, wh):
+    from flywheel.logs.ingest import ingest
+
+    stamps = {"a": "2016-12-31T23:59:60Z", "b": "20261201T100000,5+0100"}
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(rec(k, timestamp=v)) + "\n" for k, v in stamps.items()))
+    ingest(tmp_path / "a.jsonl", wh)
+    got = dict(wh.execute("SELECT id, strftime(timestamp, '%Y-%m-%dT%H:%M:%S.%f') FROM task_logs").fetchall())
+    assert got == {"ra": "2017-01-01T00:00:00.000000", "rb": "2026-12-01T09:00:00.500000"}
