@@ -232,7 +232,9 @@ def canonical_line(line: str, fmt: str) -> str | RecordError:
         rec = json.loads(line, object_pairs_hook=_unique, parse_float=_finite)
     except _Ambiguous as e:
         return RecordError(e.args[0], None, e.args[1])
-    except (ValueError, RecursionError):
+    except RecursionError:  # valid JSON, perhaps, but no record of these formats can be read from it
+        return RecordError("bad_message", None, _TOO_DEEP)
+    except ValueError:
         return line
     if not isinstance(rec, dict):
         return line
@@ -241,4 +243,8 @@ def canonical_line(line: str, fmt: str) -> str | RecordError:
     except RecordError as e:
         return e
     except RecursionError:
-        return RecordError("bad_message", None, "nested too deeply")
+        return RecordError("bad_message", None, _TOO_DEEP)
+
+
+_TOO_DEEP = ("nested too deeply to convert (Python's JSON reader stops near 1,000 levels); flatten it, or write "
+             "it in the flywheel format")

@@ -309,3 +309,14 @@ def test_parquet_float_columns_never_put_nan_into_extra(rec, tmp_path, wh):
     assert wh.execute("SELECT source_line, kind, field, reason FROM quarantine ORDER BY 1").fetchall() == [
         (2, "invalid_json", "score", "row 2: field 'score': nan is not a JSON number (write null, or the value as a string)"),
         (3, "invalid_json", "score", "row 3: field 'score': -inf is not a JSON number (write null, or the value as a string)")]
+
+
+def test_a_deep_openai_record_says_it_is_too_deep(tmp_path, wh):
+    line = (FIXTURES / "openai_chat.jsonl").read_text().splitlines()[0]
+    deep = line[:-1] + ', "zz": {"x": ' + "[" * 5000 + "]" * 5000 + "}}"
+    (tmp_path / "a.jsonl").write_text(deep + "\n" + line + "\n")
+    r = ingest(tmp_path / "a.jsonl", wh)
+    _balanced(r)
+    assert (r.ingested, r.quarantined) == (1, 1)
+    (kind, reason), = wh.execute("SELECT kind, reason FROM quarantine").fetchall()
+    assert kind == "bad_message" and "nested too deeply" in reason  # it said: missing field 'timestamp'
