@@ -142,12 +142,20 @@ def _walk(value: Any, counts: dict[str, int], column: str) -> Any:
     if isinstance(value, list):
         return [_walk(v, counts, column) for v in value]
     if isinstance(value, dict):
-        return {k: _walk(v, counts, column) for k, v in value.items()}
+        return {_walk_key(k, counts, column): _walk(v, counts, column) for k, v in value.items()}
     return value
 
 
+def _walk_key(key: str, counts: dict[str, int], column: str) -> str:
+    """An object key redacted like an id (a digest keeps two redacted keys two keys)."""
+    new, c = redact_key(key, column)
+    for k, n in c.items():
+        counts[k] = counts.get(k, 0) + n
+    return new  # type: ignore[return-value]
+
+
 def redact_value(value: Any, column: str = "messages") -> tuple[Any, dict[str, int]]:
-    """Redact every string inside a decoded JSON value (keys are left alone)."""
+    """Redact every string inside a decoded JSON value, object keys included."""
     counts: dict[str, int] = {}
     return _walk(value, counts, column), counts
 

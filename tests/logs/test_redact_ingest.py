@@ -181,3 +181,13 @@ def test_secrets_in_file_names_are_not_stored(rec, tmp_path, wh):
     assert len(names) == 4 and wh.execute("SELECT count(*) FROM quarantine").fetchall() == [(1,)]
     for (n,) in names:
         assert "jane@" not in n and "AbCdEfGh" not in n and "[REDACTED:EMAIL]" in n, n
+
+
+def test_keys_are_redacted_on_the_python_path_too(rec, tmp_path, wh):
+    # an `@` beside a \u escape sends the cell to the Python path, which used to leave keys alone
+    (tmp_path / "a.jsonl").write_text(json.dumps(rec(1, outcome={"jane@example.com": "caf\u00e9"}), ensure_ascii=True)
+                                      + "\n")
+    r = ingest(tmp_path / "a.jsonl", wh)
+    assert r.redactions_by_kind == {"EMAIL": 1}
+    (outcome,), = wh.execute("SELECT outcome FROM task_logs").fetchall()
+    assert "jane" not in outcome and list(json.loads(outcome).values()) == ["café"]

@@ -216,3 +216,12 @@ def test_prefilter_flags_few_rows_of_demo_traffic():
         hits += any(pc.match_substring_regex(pa.array([json.dumps(r[c])]), PREFILTER[c])[0].as_py()
                     for c in TEXT_COLS if c in r)
     assert hits / len(recs) < 0.02, hits
+
+
+def test_object_keys_are_redacted_and_stay_distinct():
+    doc = json.dumps({"jane@example.com": 1, "john@example.com": 2, "n": {"call +44 20 7946 0958": "x"}})
+    out, counts = R.redact_json_text(doc)
+    assert counts == {"EMAIL": 2, "PHONE": 1}
+    value = json.loads(out)
+    assert len(value) == 3 and "@" not in out and "7946" not in out
+    assert R.redact_json_text(doc)[0] == out  # the same key every time: re-ingest stays a duplicate
