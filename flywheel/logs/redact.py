@@ -54,13 +54,13 @@ as a Python template."""
 
 
 def patterns_for(col: str) -> tuple[RedactionPattern, ...]:
-    """The patterns that apply to column `col` (phone numbers: free text only)."""
+    """The patterns that apply to column `col` (a pattern may name its columns; today all apply everywhere)."""
     return tuple(p for p in PATTERNS if p.columns is None or col in p.columns)
 
 
 def prefilter_regex(column: str) -> str:
     """RE2 necessary condition for anything in `column` to redact (literal anchors, phone digits in
-    free text, escaped ASCII); usable with `pyarrow.compute.match_substring_regex`."""
+    groups, escaped ASCII); usable with `pyarrow.compute.match_substring_regex`."""
     return "|".join([*(p.prefilter or p.regex for p in patterns_for(column)), ESCAPED_ANCHOR])
 
 

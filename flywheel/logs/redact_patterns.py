@@ -12,10 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-FREE_TEXT = frozenset({"messages", "extra", "raw"})
-"""Columns of people's free text: the only ones phone numbers are looked for in (outcome and reference
-hold timings and answers; ids are keys)."""
-
 
 @dataclass(frozen=True)
 class RedactionPattern:
@@ -119,8 +115,7 @@ PATTERNS: tuple[RedactionPattern, ...] = (
         "[REDACTED:EMAIL]", _EMAIL_PRE),
     RedactionPattern("CREDIT_CARD", _CARD, "[REDACTED:CREDIT_CARD]",
                      r"[0-9]{4}[ -][0-9]{4,6}[ -][0-9]{4}|[0-9]{13}", check=card_number),
-    RedactionPattern("PHONE", _PHONE, r"\1[REDACTED:PHONE]", _PHONE_PRE,
-                     columns=FREE_TEXT),
+    RedactionPattern("PHONE", _PHONE, r"\1[REDACTED:PHONE]", _PHONE_PRE),
 )
 """Applied in this order. Add a pattern here and the prefilter, the fast path and the Python path pick it up."""
 

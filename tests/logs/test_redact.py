@@ -57,9 +57,10 @@ def test_fast_and_python_paths_agree():
         assert hit or not counts  # the prefilter never misses a finding
 
 
-def test_phone_numbers_not_in_outcome():
+def test_phone_numbers_in_outcome_too():
     out, counts = R.redact_json_text(json.dumps({"error": "call 415-555-0134", "mail": "a@b.io"}), "outcome")
-    assert json.loads(out) == {"error": "call 415-555-0134", "mail": "[REDACTED:EMAIL]"} and counts == {"EMAIL": 1}
+    assert json.loads(out) == {"error": "call [REDACTED:PHONE]", "mail": "[REDACTED:EMAIL]"}
+    assert counts == {"EMAIL": 1, "PHONE": 1}
 
 
 def test_ingest_redacts_counts_and_leaves_raw_file_untouched(tmp_path):
