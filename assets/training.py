@@ -10,7 +10,7 @@ from pydantic import Field
 
 from flywheel.gpu import GpuSpec
 from flywheel.train.config import GRPOConfig
-from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
+from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 from flywheel_dagster.assets.config import config_class
 from flywheel_dagster.assets.metadata import latest_metadata, policy_metadata, upstream_value
 from flywheel_dagster.assets.partitions import base_models

@@ -33,7 +33,7 @@ from flywheel.rollout.checkpoint import load_model
 from flywheel.rollout.types import SamplingParams
 from flywheel.sandbox.pool import SandboxPool
 from flywheel.tasks.suites import train_suite
-from flywheel.train.rollouts import PolicyGenerator
+from flywheel.train.common.rollouts import PolicyGenerator
 from flywheel.verifiers.batch import score_batch
 from flywheel.verifiers.registry import VerifierRegistry
 

@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     from flywheel.commands.storage import storage_from_env
     from flywheel.tasks.suites import train_suite
+    from flywheel.train.common.telemetry import Telemetry
     from flywheel.train.config import GRPOConfig
-    from flywheel.train.telemetry import Telemetry
-    from flywheel.train.trainer import RunInputs, train_rlvr
+    from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
     paths = storage_from_env().ensure()
     base = args.base_model

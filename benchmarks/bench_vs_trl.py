@@ -90,8 +90,8 @@ def step_seconds(ends: list[Stamp], warmup: int, clock: int = 0) -> list[float]:
 def run_flywheel(cfg: GRPOConfig, base: Path, tasks: list[Task], work: FlywheelPaths,
                  out: Path) -> tuple[list[Stamp], list[float], dict[str, Any]]:
     """Train with flywheel's trainer; (step-end stamps, mean reward per step, run facts)."""
-    from flywheel.train.telemetry import Telemetry
-    from flywheel.train.trainer import RunInputs, train_rlvr
+    from flywheel.train.common.telemetry import Telemetry
+    from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
     ends: list[Stamp] = []
     res = train_rlvr(cfg, RunInputs(str(base), tasks, work, "bench-vs-trl-flywheel", output_dir=out),

@@ -39,8 +39,8 @@ from pathlib import Path
 from flywheel.commands.storage import storage_from_env
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
-from flywheel.train.trainer import RunInputs, train_rlvr
-from flywheel.train.vllm_generator import vllm_generator_factory
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.vllm_generator import vllm_generator_factory
 from flywheel.verifiers.verdict import Verdict
 
 def digits(domain, task, response):

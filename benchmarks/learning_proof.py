@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     from flywheel.rollout.checkpoint import load_model
     from flywheel.rollout.torch_engine import TorchEngine
     from flywheel.tasks.suites import train_suite
-    from flywheel.train.rollouts import default_score_fn
-    from flywheel.train.trainer import RunInputs, train_rlvr
+    from flywheel.train.common.rollouts import default_score_fn
+    from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
     paths = storage_from_env().ensure()
     base = args.base_model

@@ -79,7 +79,7 @@ class RolloutEngineResource(dg.ConfigurableResource):
         (the trainer's own in-process generator)."""
         if self.engine == "torch":
             return None
-        from flywheel.train.vllm_generator import vllm_generator_factory
+        from flywheel.train.grpo.vllm_generator import vllm_generator_factory
 
         return vllm_generator_factory(**self._vllm_kw())
 

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from flywheel.paths import TRACKING_URI_ENV, FlywheelPaths, paths_from_environ
 from flywheel.tracking import DEFAULT_UI_URL, ui_base
-from flywheel.train.telemetry import DEFAULT_EXPERIMENT, Telemetry
+from flywheel.train.common.telemetry import DEFAULT_EXPERIMENT, Telemetry
 from flywheel.warehouse import prepare
 
 WAREHOUSE_POOL = "duckdb_warehouse"

@@ -16,7 +16,7 @@ from flywheel.commands.storage import storage_from_env
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel.train.config import GRPOConfig
-from flywheel.train.rft_config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
+from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 
 TRAIN_BOUNDS: dict[str, tuple[float | None, float | None]] = {
     "steps": (0, None), "time_budget_s": (0, None), "prompts_per_step": (1, None), "group_size": (2, None),
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "vllm":
         from flywheel.rollout import build_engine
         from flywheel.rollout.vllm_engine import vllm_available
-        from flywheel.train.vllm_generator import vllm_generator_factory
+        from flywheel.train.grpo.vllm_generator import vllm_generator_factory
 
         if not vllm_available():
             return fail("--engine vllm: vLLM is not installed here (docs/vllm.md: the [gpu] extra, or "

@@ -36,7 +36,7 @@ class RolloutWorker:
     def __init__(self, model: Any, tokenizer: Any, device: str, threads: int) -> None:
         import torch
 
-        from flywheel.train.rollouts import PolicyGenerator
+        from flywheel.train.common.rollouts import PolicyGenerator
 
         torch.set_num_threads(threads)
         self.gen = PolicyGenerator(model.to(device).eval(), tokenizer, device, shared=True)

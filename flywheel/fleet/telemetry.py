@@ -12,7 +12,7 @@ from typing import Any
 
 
 class FleetTelemetry:
-    """Delegates to `inner` (a `flywheel.train.telemetry.Telemetry`); only `log_metrics` adds the fleet's figures."""
+    """Delegates to `inner` (a `flywheel.train.common.telemetry.Telemetry`); only `log_metrics` adds the fleet's figures."""
 
     def __init__(self, inner: Any, stats: Callable[[], Mapping[str, float]]) -> None:
         self.inner, self.stats = inner, stats

@@ -1,10 +1,9 @@
-"""RLVR training: GRPO over verifiable rewards (see docs/training.md).
+"""Training: two stages on one stack (see docs/training.md).
 
-Public API: `GRPOConfig` (config.py, its defaults the measured recipe), `train_rlvr` /
-`RunInputs` / `TrainResult` (trainer.py), `train_policy` / `policy_dir` (api.py). Inside:
-`taskset` (the mined pool + replay from the train suites), `step` (one step's batch, update,
-metrics), `scheduler` (which tasks, the per-task cap), `horizon` (the LR horizon a time budget
-reaches), `dev` (dev split, best checkpoint, early stopping), `difficulty` (difficulty_history
-read and write-back), `backend` (torch or DeepSpeed update), `pipeline`, `checkpoint`,
-`telemetry`, `manifest`.
+`api` is the entry (`train_policy`: the task set, the stages `config.stage` chains, the write-back) and
+`config` the run's config (`TrainConfig`). `common/`: what both stages share (placement, optimizer and
+schedule, the torch/DeepSpeed backend, the fine-tuning step, the task set and dev split, rollouts and
+scoring, difficulty write-back, checkpoints, manifest, telemetry, the result). `rft/`: rejection-sampling
+fine-tuning (its config, candidate data, the run, the tracked stage). `grpo/`: the RL loop (trainer, step,
+loss, scheduler, horizon, dev tracking, rollout pipeline, the vLLM generator).
 """

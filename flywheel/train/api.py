@@ -15,15 +15,15 @@ from typing import Any
 
 from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
+from flywheel.train.common.difficulty import record_difficulty, training_model_name
 from flywheel.train.common.placement import PLACEMENT_FIELDS
+from flywheel.train.common.result import TrainResult
+from flywheel.train.common.taskset import build_task_set
+from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import GRPOConfig
-from flywheel.train.difficulty import record_difficulty, training_model_name
-from flywheel.train.result import TrainResult
-from flywheel.train.rft_config import RftConfig
-from flywheel.train.stages import run_rft_stage
-from flywheel.train.taskset import build_task_set
-from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
+from flywheel.train.rft.config import RftConfig
+from flywheel.train.rft.stage import run_rft_stage
 
 
 def policy_dir(paths: FlywheelPaths, release: str) -> Path:

@@ -25,9 +25,9 @@ from flywheel.train.common.placement import placement_option
 from flywheel.train.common.schedule import OptimSpec
 
 STAGES = ("rft", "rl", "rft_rl")
-"""Training stages a run can chain (`flywheel.train.stages`)."""
+"""Training stages a run can chain (`flywheel.train.rft.stage`)."""
 ADVANTAGES = ("grpo", "dr_grpo")
-"""The advantage estimators `flywheel.train.grpo` registers (a test keeps the two in step)."""
+"""The advantage estimators `flywheel.train.grpo.loss` registers (a test keeps the two in step)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class GRPOConfig:
 
     # run
     stage: str = option("rft", "What the training asset runs: rft (fine-tune on the policy's verified samples, "
-                               "flywheel.train.rft) | rl (GRPO) | rft_rl (RFT, then GRPO from its weights). "
+                               "flywheel.train.rft.run) | rl (GRPO) | rft_rl (RFT, then GRPO from its weights). "
                                "rft measured best for the tiny model (docs/training.md).",
                         choices=STAGES)
     init_from: str = option("champion", "Where a turn's training starts: champion (the registry's champion when it "

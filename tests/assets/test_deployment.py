@@ -27,7 +27,7 @@ def _write_task_pool(warehouse: Path, prompts: list[str]) -> None:
 def _record_upstream(instance: dg.DagsterInstance, paths, base: Path, policy: Path) -> str:
     """What `base_model` and `rlvr_policy` record for partition tiny-test (a real MLflow training run);
     returns the training run's id."""
-    from flywheel.train.telemetry import Telemetry
+    from flywheel.train.common.telemetry import Telemetry
 
     tele = Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
     run_id = tele.start("rlvr-tiny-test", {"steps": 1})

@@ -13,9 +13,9 @@ from flywheel.evaluation.runner import compare, evaluate
 from flywheel.evaluation.suites import EvalConfig, eval_tasks
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.suites import train_suite
+from flywheel.train.common.taskset import tagged
 from flywheel.train.config import GRPOConfig
-from flywheel.train.scheduler import TaskScheduler, pool_failure_weights
-from flywheel.train.taskset import tagged
+from flywheel.train.grpo.scheduler import TaskScheduler, pool_failure_weights
 
 
 def test_patterns_expand_to_domains() -> None:

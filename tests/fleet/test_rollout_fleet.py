@@ -8,9 +8,9 @@ import pytest
 
 from flywheel.fleet.config import FleetConfig
 from flywheel.tasks.suites import train_suite
+from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import GRPOConfig
-from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
 
 CFG = GRPOConfig(steps=3, prompts_per_step=4, group_size=4, micro_batch_size=8, max_new_tokens=12, lr=1e-2,

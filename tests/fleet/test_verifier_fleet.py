@@ -105,7 +105,7 @@ def test_the_rft_stage_verifies_its_candidates_on_the_fleet(fleet, tiny_model_di
     from flywheel.paths import FlywheelPaths
     from flywheel.train.api import train_policy
     from flywheel.train.config import GRPOConfig
-    from flywheel.train.rft_config import RftConfig
+    from flywheel.train.rft.config import RftConfig
 
     rft = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4,
                     include_logs=True)

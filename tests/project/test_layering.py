@@ -82,7 +82,7 @@ DOMAIN_LITERALS_LEFT = {
     "flywheel/sandbox/local.py": "`code`: the program text of an execution request",
     # domains, still written out where their owners have not moved them behind the protocol yet
     "flywheel/train/config.py": "default config: a turn's domain weights (and their validation)",
-    "flywheel/train/rft_config.py": "default config: a turn's RFT tasks per domain (and their validation)",
+    "flywheel/train/rft/config.py": "default config: a turn's RFT tasks per domain (and their validation)",
     "flywheel/models/build.py": "the tiny base model's recipe is trained on the built-in domains",
     "flywheel/models/sft_data.py": "the tiny base model's recipe is trained on the built-in domains",
     "flywheel/models/measure.py": "the tiny base model's recipe is trained on the built-in domains",

@@ -16,7 +16,7 @@ from flywheel.tracking import REGISTRY_EXPERIMENT
 
 def _training_run(paths) -> str:
     """A finished MLflow training run, as the trainer's telemetry leaves it."""
-    from flywheel.train.telemetry import Telemetry
+    from flywheel.train.common.telemetry import Telemetry
 
     tele = Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
     run_id = tele.start("rlvr-tiny-v1", {"steps": 1})

@@ -34,7 +34,7 @@ def test_rlvr_policy_materializes_with_both_fleets_on_local_ray(flywheel_home, s
     ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
     import mlflow
 
-    from flywheel.train.telemetry import mlflow_key
+    from flywheel.train.common.telemetry import mlflow_key
     from flywheel_dagster.assets.training import RlvrConfig, rlvr_policy
     from flywheel_dagster.resources.gpu import GpuResource
     from flywheel_dagster.resources.rollout import RolloutEngineResource

@@ -22,9 +22,9 @@ def test_execute_call_runs_real_env_and_reports_errors():
 @pytest.fixture(scope="module")
 def agent_model(tiny_model_dir):
     """The quick model overfit on two agent tasks' gold trajectories, so greedy replays them."""
-    from flywheel.models.sft import SftConfig, supervised_finetune
     from flywheel.rollout.checkpoint import load_model
     from flywheel.tasks.suites import train_suite
+    from flywheel.train.common.sft import SftConfig, supervised_finetune
 
     model, tok = load_model(tiny_model_dir, trainable=True)
     tasks = [t for t in train_suite("agent", 40) if t.meta["changes"] == 2][:2]

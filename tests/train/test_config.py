@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from flywheel.train import grpo
 from flywheel.train.config import GRPOConfig
+from flywheel.train.grpo import loss as grpo
 
 
 def test_config_is_frozen_documented_and_validated():
@@ -38,7 +38,7 @@ def test_defaults_are_the_measured_tiny_model_recipe():
 
 
 def test_rft_task_counts_take_globs_and_families_with_explicit_domains_winning():
-    from flywheel.train.rft_config import RftConfig
+    from flywheel.train.rft.config import RftConfig
 
     c = RftConfig(tasks_per_domain={"math": 10, "rg.gcd": 5, "rg.*": 2})
     assert c.tasks_per_domain["math"] == 10 and c.tasks_per_domain["rg.gcd"] == 5

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flywheel.tasks.suites import train_suite
-from flywheel.train.rft import run_rft
-from flywheel.train.rft_config import RftConfig
+from flywheel.train.rft.config import RftConfig
+from flywheel.train.rft.run import run_rft
 from flywheel.verifiers.verdict import Verdict
 from flywheel_dagster.resources.rollout import RolloutEngineResource
 

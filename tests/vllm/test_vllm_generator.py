@@ -7,7 +7,7 @@ import torch
 
 from flywheel.tasks.suites import train_suite
 from flywheel.train.config import GRPOConfig
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel_dagster.resources.rollout import RolloutEngineResource
 
 pytestmark = [pytest.mark.vllm, pytest.mark.usefixtures("require_vllm")]

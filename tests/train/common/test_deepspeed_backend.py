@@ -8,9 +8,9 @@ import pytest
 from flywheel.tasks.suites import train_suite
 from flywheel.train.common.deepspeed_backend import ds_config
 from flywheel.train.common.placement import Placement
+from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import GRPOConfig
-from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
 
 def test_ds_config_carries_zero_stage_and_clipping():
@@ -50,11 +50,9 @@ def test_rft_fine_tunes_through_deepspeed_with_the_torch_backends_losses(policy_
     way in) and, in one CPU process, takes the torch backend's steps (the same losses; weights a rounding apart)."""
     from pathlib import Path
 
-    import torch
-
     from flywheel.rollout.checkpoint import load_model
-    from flywheel.train.rft import run_rft
-    from flywheel.train.rft_config import RftConfig
+    from flywheel.train.rft.config import RftConfig
+    from flywheel.train.rft.run import run_rft
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "flywheel" / "torch_extensions"))
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")

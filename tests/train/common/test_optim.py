@@ -12,8 +12,8 @@ from flywheel.train.common.placement import PLACEMENT_FIELDS, Placement, placeme
 from flywheel.train.common.schedule import LRSchedule, OptimSpec
 from flywheel.train.common.sft import SftConfig
 from flywheel.train.config import GRPOConfig
-from flywheel.train.rft import sft_config
-from flywheel.train.rft_config import RFT_RUN_FIELDS, RftConfig
+from flywheel.train.rft.config import RFT_RUN_FIELDS, RftConfig
+from flywheel.train.rft.run import sft_config
 
 
 def test_lr_schedule_decays_to_ten_percent_at_its_horizon():

@@ -8,7 +8,7 @@ import pytest
 
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.suites import train_suite
-from flywheel.train.scheduler import Group, TaskScheduler
+from flywheel.train.grpo.scheduler import Group, TaskScheduler
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
 

@@ -1,4 +1,4 @@
-"""What a rejection-sampling fine-tuning run does (`flywheel.train.rft`): its config alone, light to
+"""What a rejection-sampling fine-tuning run does (`flywheel.train.rft.run`): its config alone, light to
 import, so the CLI can generate its flags without loading torch.
 """
 

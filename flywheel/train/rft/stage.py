@@ -14,11 +14,11 @@ from typing import Any
 from flywheel.paths import FlywheelPaths
 from flywheel.progress import phase_progress
 from flywheel.tasks.base import Task
-from flywheel.train.manifest import build_manifest
-from flywheel.train.result import TrainResult
-from flywheel.train.rft import RftResult, run_rft
-from flywheel.train.rft_config import RftConfig
-from flywheel.train.telemetry import Telemetry
+from flywheel.train.common.manifest import build_manifest
+from flywheel.train.common.result import TrainResult
+from flywheel.train.common.telemetry import Telemetry
+from flywheel.train.rft.config import RftConfig
+from flywheel.train.rft.run import RftResult, run_rft
 
 
 def count_metrics(result: RftResult) -> dict[str, int]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.base import Task
-from flywheel.train.grpo import groups_with_signal
+from flywheel.train.grpo.loss import groups_with_signal
 
 
 @dataclass

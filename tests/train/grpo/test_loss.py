@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from flywheel.train import grpo
+from flywheel.train.grpo import loss as grpo
 from flywheel.verifiers.verdict import VerifierInfraError
 
 

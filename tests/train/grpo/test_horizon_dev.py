@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from flywheel.tasks.suites import train_suite
+from flywheel.train.common.taskset import dev_split
+from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import GRPOConfig
-from flywheel.train.dev import dev_split
-from flywheel.train.horizon import CHECKS, HorizonPlanner
-from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.horizon import CHECKS, HorizonPlanner
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
 
 OFF = Telemetry(None, enabled=False)

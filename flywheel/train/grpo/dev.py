@@ -1,6 +1,6 @@
 """Early stopping and the best checkpoint: a dev split from the train side, scored every `dev_every` steps.
 
-The dev split (`dev_split`) is `dev_tasks_per_domain` tasks of each weighted domain from its
+The dev split (`flywheel.train.common.taskset.dev_split`) is `dev_tasks_per_domain` tasks of each weighted domain from its
 train suite drawn with its own seed (`DEV_SEED`), minus every task the run trains on: never a
 held-out prompt, never a training prompt. `DevTracker` scores it with the run's verifiers at
 `dev_temperature` (greedy by default) at step 0, every `dev_every` steps and at the end. The
@@ -13,29 +13,13 @@ strictly better one end the run.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
-from flywheel.tasks.suites import train_suite
+from flywheel.train.common.rollouts import PolicyGenerator, ScoreFn, score_groups
 from flywheel.train.config import GRPOConfig
-from flywheel.train.rollouts import PolicyGenerator, ScoreFn, score_groups
-
-DEV_SEED = 7_000
-"""The dev split's train-suite seed (the train suites' own is 1_000, the held-out split's 9_000)."""
-
-
-def dev_split(domains: Sequence[str], n: int, exclude: Collection[str]) -> list[Task]:
-    """`n` train-suite tasks per domain (fewer where the suite runs out), none of them in `exclude`."""
-    out: list[Task] = []
-    for d in domains:
-        if n <= 0:
-            break
-        fresh = [t for t in train_suite(d, n + len(exclude), seed=DEV_SEED) if t.task_id not in exclude]
-        out.extend(dataclasses.replace(t, meta={**t.meta, "source": "dev"}) for t in fresh[:n])
-    return out
 
 
 class DevTracker:

@@ -3,7 +3,7 @@
 The stage production flywheels run first: collect candidate responses for the run's tasks,
 keep those the verifiers pass, and fine-tune on them with the shared fine-tuning step (loss on
 the response only, the shared chat template; the run's backend, torch or DeepSpeed). Candidates come from two places
-(`flywheel.train.rft_data`): logged production responses of the run's tasks (re-verified:
+(`flywheel.train.rft.data`): logged production responses of the run's tasks (re-verified:
 the log's own outcome only preselects them) and the policy's own samples, drawn with the
 torch rollout engine. Both are judged by the same `score_fn` the RL run uses.
 
@@ -29,10 +29,10 @@ from flywheel.gpu import GpuSpec, resolve_device
 from flywheel.rollout.checkpoint import load_model
 from flywheel.tasks.base import Task
 from flywheel.train.common.placement import placement_of
+from flywheel.train.common.rollouts import ScoreFn, default_score_fn
 from flywheel.train.common.sft import SftConfig, supervised_finetune
-from flywheel.train.rft_config import RftConfig
-from flywheel.train.rft_data import Progress, RftCounts, RftExample, collect_examples
-from flywheel.train.rollouts import ScoreFn, default_score_fn
+from flywheel.train.rft.config import RftConfig
+from flywheel.train.rft.data import Progress, RftCounts, RftExample, collect_examples
 
 
 def sft_config(config: RftConfig) -> SftConfig:

@@ -2,7 +2,7 @@
 
 - pool: the `task_pool` rows whose verifier is valid (`meta["source"] = "pool"`), prior pass rate
   `1 - difficulty` (the pool's Beta posterior, which already folds in `difficulty_history`);
-- dev: `dev_split` (flywheel.train.dev), disjoint from the pool, drawn first so a small suite
+- dev: `dev_split` (below), disjoint from the pool, drawn first so a small suite
   (code has ~120 train tasks) always leaves some for it;
 - replay: `replay_tasks_per_domain` tasks of each weighted domain's train suite that are neither in
   the pool nor in the dev split (`meta["source"] = "replay"`; a train suite never holds a held-out
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,10 +26,23 @@ import duckdb
 from flywheel.mining.pool import load_task_pool
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import train_suite
+from flywheel.train.common.difficulty import history_pass_rates, training_attempts
 from flywheel.train.config import GRPOConfig
-from flywheel.train.dev import dev_split
-from flywheel.train.difficulty import history_pass_rates, training_attempts
 from flywheel.warehouse import connect
+
+DEV_SEED = 7_000
+"""The dev split's train-suite seed (the train suites' own is 1_000, the held-out split's 9_000)."""
+
+
+def dev_split(domains: Sequence[str], n: int, exclude: Collection[str]) -> list[Task]:
+    """`n` train-suite tasks per domain (fewer where the suite runs out), none of them in `exclude`."""
+    out: list[Task] = []
+    for d in domains:
+        if n <= 0:
+            break
+        fresh = [t for t in train_suite(d, n + len(exclude), seed=DEV_SEED) if t.task_id not in exclude]
+        out.extend(dataclasses.replace(t, meta={**t.meta, "source": "dev"}) for t in fresh[:n])
+    return out
 
 
 @dataclass

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from flywheel.tasks.suites import train_suite
+from flywheel.train.common.telemetry import Telemetry, mlflow_key
 from flywheel.train.config import GRPOConfig
-from flywheel.train.telemetry import Telemetry, mlflow_key
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import VerifierInfraError
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from flywheel.rollout.vllm_engine import VllmEngine
-from flywheel.train.rollouts import GeneratorFactory, PolicyGenerator
+from flywheel.train.common.rollouts import GeneratorFactory, PolicyGenerator
 
 
 class VllmGenerator(PolicyGenerator):

@@ -10,9 +10,9 @@ import pytest
 
 from flywheel.tasks.suites import train_suite
 from flywheel.train.api import day_seed, train_policy
+from flywheel.train.common.difficulty import training_model_name
 from flywheel.train.config import GRPOConfig
-from flywheel.train.difficulty import training_model_name
-from flywheel.train.rft_config import RftConfig
+from flywheel.train.rft.config import RftConfig
 
 RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4,
                 include_logs=True)

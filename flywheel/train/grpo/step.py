@@ -18,10 +18,10 @@ import torch
 
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
-from flywheel.train import grpo
+from flywheel.train.common.rollouts import PolicyGenerator, ScoreFn, score_groups
 from flywheel.train.config import GRPOConfig
-from flywheel.train.rollouts import PolicyGenerator, ScoreFn, score_groups
-from flywheel.train.scheduler import BatchStats, Group, TaskScheduler
+from flywheel.train.grpo import loss as grpo
+from flywheel.train.grpo.scheduler import BatchStats, Group, TaskScheduler
 
 
 @dataclass

@@ -10,9 +10,8 @@ import pytest
 from flywheel.logs.ingest import ingest
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import train_suite
-from flywheel.train.rft import run_rft
-from flywheel.train.rft_config import RftConfig
-from flywheel.train.rft_data import (
+from flywheel.train.rft.config import RftConfig
+from flywheel.train.rft.data import (
     Candidate,
     RftCounts,
     collect_examples,
@@ -20,6 +19,7 @@ from flywheel.train.rft_data import (
     select_examples,
     verify,
 )
+from flywheel.train.rft.run import run_rft
 from flywheel.verifiers import score
 from flywheel.world.responder import messages_from_text
 

@@ -3,12 +3,12 @@
     result = train_rlvr(GRPOConfig(steps=40), RunInputs("path/to/base_model", tasks, paths))
 
 One readable loop (nanochat-style): `_start` builds the run's parts, `_loop` runs the steps,
-`_finish` saves the policy and closes the MLflow run. The pieces it wires together live next
-to it: `step` (one step's batch, update and metrics), `grpo` (advantages, loss), `backend`
-(the update: torch or DeepSpeed), `scheduler` (which tasks, dynamic sampling, the per-task cap),
-`pipeline` (synchronous or one-step-off-policy generation), `horizon` (the LR horizon a time
-budget reaches), `dev` (dev split, best checkpoint, early stopping), `checkpoint` (resume),
-`telemetry` (MLflow), `manifest` (reproducibility).
+`_finish` saves the policy and closes the MLflow run. The GRPO pieces it wires together live next
+to it (`flywheel.train.grpo`): `step` (one step's batch, update and metrics), `loss` (advantages,
+loss), `scheduler` (which tasks, dynamic sampling, the per-task cap), `pipeline` (synchronous or
+one-step-off-policy generation), `horizon` (the LR horizon a time budget reaches), `dev` (best
+checkpoint, early stopping); what it shares with RFT in `flywheel.train.common`: `backend` (the
+update: torch or DeepSpeed), `checkpoint` (resume), `telemetry` (MLflow), `manifest` (reproducibility).
 """
 
 from __future__ import annotations
@@ -30,19 +30,20 @@ from flywheel.paths import FlywheelPaths
 from flywheel.progress import progress_bar, quiet_transformers_bars
 from flywheel.rollout.checkpoint import load_model
 from flywheel.tasks.base import Task
-from flywheel.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from flywheel.train.common.backend import UpdateBackend, make_backend
+from flywheel.train.common.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from flywheel.train.common.manifest import build_manifest
 from flywheel.train.common.placement import placement_of
+from flywheel.train.common.result import TrainResult
+from flywheel.train.common.rollouts import GeneratorFactory, PolicyGenerator, ScoreFn, default_score_fn
+from flywheel.train.common.taskset import dev_split
+from flywheel.train.common.telemetry import Telemetry, gpu_metrics, plot_reward_curve
 from flywheel.train.config import GRPOConfig
-from flywheel.train.dev import DevTracker, dev_split
-from flywheel.train.horizon import BudgetClock, HorizonPlanner
-from flywheel.train.manifest import build_manifest
-from flywheel.train.pipeline import RolloutPipeline
-from flywheel.train.result import TrainResult
-from flywheel.train.rollouts import GeneratorFactory, PolicyGenerator, ScoreFn, default_score_fn
-from flywheel.train.scheduler import TaskScheduler
-from flywheel.train.step import batch_metrics, make_producer, update_policy
-from flywheel.train.telemetry import Telemetry, gpu_metrics, plot_reward_curve
+from flywheel.train.grpo.dev import DevTracker
+from flywheel.train.grpo.horizon import BudgetClock, HorizonPlanner
+from flywheel.train.grpo.pipeline import RolloutPipeline
+from flywheel.train.grpo.scheduler import TaskScheduler
+from flywheel.train.grpo.step import batch_metrics, make_producer, update_policy
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from flywheel.tasks.suites import train_suite
-from flywheel.train.checkpoint import latest_checkpoint
+from flywheel.train.common.checkpoint import latest_checkpoint
+from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import GRPOConfig
-from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
 
 @pytest.mark.parametrize("pipelined", [False, True], ids=["sync", "one-step-off-policy"])

@@ -4,7 +4,7 @@ metric keys that put reward and pass rate first in the MLflow UI."""
 from __future__ import annotations
 
 from flywheel.tracking import NOTE_TAG
-from flywheel.train.telemetry import Telemetry, mlflow_key
+from flywheel.train.common.telemetry import Telemetry, mlflow_key
 
 MODEL_METRICS = "Model metrics"
 

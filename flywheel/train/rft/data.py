@@ -24,8 +24,8 @@ from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.rollout import generate_for_tasks
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
-from flywheel.train.rft_config import RftConfig
-from flywheel.train.rollouts import ScoreFn
+from flywheel.train.common.rollouts import ScoreFn
+from flywheel.train.rft.config import RftConfig
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
 from flywheel.world.responder import text_from_messages

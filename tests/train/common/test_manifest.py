@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flywheel.environments.repo.generator import generate
 from flywheel.tasks.suites import train_suite
-from flywheel.train.manifest import build_manifest, snapshot_digest
+from flywheel.train.common.manifest import build_manifest, snapshot_digest
 
 
 def test_repository_snapshots_are_counted_and_hashed_deterministically():

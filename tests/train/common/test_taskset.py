@@ -13,12 +13,12 @@ from flywheel.rollout.types import Rollout
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import DOMAINS, heldout_suite, is_heldout_prompt, train_suite
 from flywheel.train.api import train_policy
+from flywheel.train.common.difficulty import history_pass_rates, record_difficulty, training_model_name
+from flywheel.train.common.taskset import build_task_set, replay_tasks, tagged
+from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import GRPOConfig
-from flywheel.train.difficulty import history_pass_rates, record_difficulty, training_model_name
-from flywheel.train.scheduler import Group, TaskScheduler
-from flywheel.train.taskset import build_task_set, replay_tasks, tagged
-from flywheel.train.telemetry import Telemetry
-from flywheel.train.trainer import RunInputs, train_rlvr
+from flywheel.train.grpo.scheduler import Group, TaskScheduler
+from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
 
 OFF = Telemetry(None, enabled=False)
