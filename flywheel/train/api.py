@@ -1,7 +1,7 @@
 """The entry points the asset, the CLI and `flywheel turn` call: tasks from the warehouse, train, write back.
 
-    data = build_task_set(paths.warehouse, GRPOConfig())   # mined pool + replay + dev split
-    result = train_policy(GRPOConfig(), base_model_dir, "tiny-v1", paths=paths)   # builds it itself
+    data = build_task_set(paths.warehouse, TrainConfig())   # mined pool + replay + dev split
+    result = train_policy(TrainConfig(), base_model_dir, "tiny-v1", paths=paths)   # builds it itself
     result.difficulty_rows   # the run's per-task attempts/passes, upserted into difficulty_history
 """
 
@@ -20,7 +20,7 @@ from flywheel.train.common.placement import PLACEMENT_FIELDS
 from flywheel.train.common.result import TrainResult
 from flywheel.train.common.taskset import build_task_set
 from flywheel.train.common.telemetry import Telemetry
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.train.rft.config import RftConfig
 from flywheel.train.rft.stage import run_rft_stage
@@ -42,7 +42,7 @@ def day_seed(seed: int, log_date: dt.date | str | None) -> int:
     return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") >> 1
 
 
-def rft_stage_config(config: GRPOConfig, rft: RftConfig | None, log_date: dt.date | str | None) -> RftConfig:
+def rft_stage_config(config: TrainConfig, rft: RftConfig | None, log_date: dt.date | str | None) -> RftConfig:
     """The RFT stage's config in a run of `config`: its seed for the day, the run's threads, and the run's
     placement (backend, ZeRO stage, device), so both stages update through the same backend."""
     return (rft or RftConfig()).replace(seed=day_seed(config.seed, log_date),
@@ -51,7 +51,7 @@ def rft_stage_config(config: GRPOConfig, rft: RftConfig | None, log_date: dt.dat
 
 
 def train_policy(
-    config: GRPOConfig,
+    config: TrainConfig,
     base_model: str | Path,
     release: str,
     *,

@@ -10,7 +10,7 @@ checkpoints (Qwen, Llama) want their own values: every field is overridable.
 
 Frozen after construction (verl) and validated there: a run's config cannot drift mid-run,
 a bad value fails before any model loads, and the whole object is logged as MLflow params.
-`GRPOConfig.replace(**kw)` makes a changed copy.
+`TrainConfig.replace(**kw)` makes a changed copy.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ ADVANTAGES = ("grpo", "dr_grpo")
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
-    """What one RLVR training run does. Where it runs (device, backend) is also here so it is logged."""
+class TrainConfig:
+    """What one training run does: the stages it chains, its data, GRPO's settings (RFT's are `RftConfig`),
+    and where both stages run (backend, device), here so it is logged."""
 
     # run
     stage: str = option("rft", "What the training asset runs: rft (fine-tune on the policy's verified samples, "
@@ -160,7 +161,7 @@ class GRPOConfig:
                          max_grad_norm=self.max_grad_norm, warmup_steps=self.warmup_steps,
                          cosine=self.lr_schedule == "cosine", horizon=self.steps)
 
-    def replace(self, **changes: Any) -> GRPOConfig:
+    def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,7 +175,7 @@ class GRPOConfig:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GRPOConfig:
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in d.items() if k in names}
         if "adam_betas" in kw:
@@ -184,3 +185,8 @@ class GRPOConfig:
     @classmethod
     def help(cls) -> dict[str, str]:
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+GRPOConfig = TrainConfig
+"""The old name of `TrainConfig` (it configured a run whose default stage is RFT, not GRPO); kept for users'
+code, the repository uses `TrainConfig`."""

@@ -1,4 +1,4 @@
-"""`train_policy` chains the stages GRPOConfig.stage names; RFT is a tracked run like GRPO."""
+"""`train_policy` chains the stages TrainConfig.stage names; RFT is a tracked run like GRPO."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 from flywheel.tasks.suites import train_suite
 from flywheel.train.api import day_seed, train_policy
 from flywheel.train.common.difficulty import training_model_name
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.rft.config import RftConfig
 
 RFT = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=4, max_new_tokens=48, steps=2, batch_size=4,
                 include_logs=True)
 
 
-def _rl(stage: str) -> GRPOConfig:
-    return GRPOConfig(stage=stage, steps=1, prompts_per_step=2, group_size=2, max_new_tokens=24, dev_every=0,
+def _rl(stage: str) -> TrainConfig:
+    return TrainConfig(stage=stage, steps=1, prompts_per_step=2, group_size=2, max_new_tokens=24, dev_every=0,
                       domain_weights={"math": 1.0}, replay_tasks_per_domain=0, checkpoint_every=0)
 
 
@@ -58,7 +58,7 @@ def test_rft_rl_starts_grpo_from_the_rft_weights(tiny_model_dir, flywheel_home, 
 
 def test_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="stage"):
-        GRPOConfig(stage="ppo")
+        TrainConfig(stage="ppo")
 
 
 def test_each_day_gets_its_own_rft_seed_and_a_rerun_of_a_day_the_same():

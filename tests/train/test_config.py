@@ -1,4 +1,4 @@
-"""GRPOConfig: frozen, every field documented, validated at construction; its defaults are the measured recipe."""
+"""TrainConfig: frozen, every field documented, validated at construction; its defaults are the measured recipe."""
 
 from __future__ import annotations
 
@@ -6,32 +6,32 @@ import dataclasses
 
 import pytest
 
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo import loss as grpo
 
 
 def test_config_is_frozen_documented_and_validated():
-    cfg = GRPOConfig()
+    cfg = TrainConfig()
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.lr = 1.0  # type: ignore[misc]
-    assert all(GRPOConfig.help().values())
+    assert all(TrainConfig.help().values())
     assert cfg.replace(domain_weights={"math": 1.0}).to_params()["cfg.domain_weights"] == '{"math": 1.0}'
-    assert GRPOConfig.from_dict(cfg.replace(lr=1e-3).to_dict()).lr == 1e-3
+    assert TrainConfig.from_dict(cfg.replace(lr=1e-3).to_dict()).lr == 1e-3
     with pytest.raises(ValueError):
-        GRPOConfig(group_size=1)
+        TrainConfig(group_size=1)
     with pytest.raises(ValueError):
-        GRPOConfig(backend="jax")
+        TrainConfig(backend="jax")
 
 
 def test_unknown_advantage_fails_at_construction_naming_the_valid_ones():
     with pytest.raises(ValueError, match="grpo, dr_grpo"):
-        GRPOConfig(advantage="ppo")
+        TrainConfig(advantage="ppo")
     # the names the config accepts are exactly the registered estimators
-    assert set(GRPOConfig.__dataclass_fields__["advantage"].metadata["choices"]) == set(grpo.ADVANTAGE_ESTIMATORS)
+    assert set(TrainConfig.__dataclass_fields__["advantage"].metadata["choices"]) == set(grpo.ADVANTAGE_ESTIMATORS)
 
 
 def test_defaults_are_the_measured_tiny_model_recipe():
-    cfg = GRPOConfig()
+    cfg = TrainConfig()
     assert (cfg.steps, cfg.lr, cfg.lr_schedule, cfg.advantage) == (120, 2e-4, "cosine", "dr_grpo")
     assert (cfg.max_refill_rounds, cfg.micro_batch_size, cfg.max_new_tokens) == (1, 32, 80)
     assert cfg.domain_weights == {"math": 0.9, "code": 0.05, "agent": 0.05}
@@ -45,3 +45,10 @@ def test_rft_task_counts_take_globs_and_families_with_explicit_domains_winning()
     assert c.tasks_per_domain["rg.lcm"] == 2 and "rg.*" not in c.tasks_per_domain
     with pytest.raises(ValueError, match="matches no installed domain"):
         RftConfig(tasks_per_domain={"nope.*": 3})
+
+
+def test_the_old_name_still_builds_the_run_config():
+    """`GRPOConfig` was renamed `TrainConfig` (its default stage is RFT); users' code keeps working."""
+    from flywheel.train.config import GRPOConfig
+
+    assert GRPOConfig(stage="rl", steps=3) == TrainConfig(stage="rl", steps=3)

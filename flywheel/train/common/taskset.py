@@ -27,7 +27,7 @@ from flywheel.mining.pool import load_task_pool
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import train_suite
 from flywheel.train.common.difficulty import history_pass_rates, training_attempts
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.warehouse import connect
 
 DEV_SEED = 7_000
@@ -116,7 +116,7 @@ def _history(warehouse: Path | None, read: Callable[[duckdb.DuckDBPyConnection],
         con.close()
 
 
-def build_task_set(warehouse: Path | None, config: GRPOConfig, fallback_per_domain: int = 400,
+def build_task_set(warehouse: Path | None, config: TrainConfig, fallback_per_domain: int = 400,
                    log_date: dt.date | str | None = None) -> TaskSet:
     """The run's task set for `config`'s weighted domains (see module doc); replay rotates past the
     tasks training runs of days before `log_date` attempted (None: of every day)."""

@@ -19,13 +19,13 @@ from typing import Any
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import PolicyGenerator, ScoreFn, score_groups
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 
 
 class DevTracker:
     """Scores the dev split and keeps track of the best score, its step, and the scores since."""
 
-    def __init__(self, cfg: GRPOConfig, tasks: Sequence[Task], generator: PolicyGenerator, score_fn: ScoreFn) -> None:
+    def __init__(self, cfg: TrainConfig, tasks: Sequence[Task], generator: PolicyGenerator, score_fn: ScoreFn) -> None:
         self.cfg, self.tasks, self.generator, self.score_fn = cfg, list(tasks), generator, score_fn
         self.domains = sorted({t.domain for t in self.tasks})
         self.best_score: float | None = None

@@ -19,7 +19,7 @@ import torch
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import PolicyGenerator, ScoreFn, score_groups
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo import loss as grpo
 from flywheel.train.grpo.scheduler import BatchStats, Group, TaskScheduler
 
@@ -43,7 +43,7 @@ def _seed(*parts: Any) -> int:
 
 
 def make_producer(
-    cfg: GRPOConfig, scheduler: TaskScheduler, generator: PolicyGenerator, score_fn: ScoreFn
+    cfg: TrainConfig, scheduler: TaskScheduler, generator: PolicyGenerator, score_fn: ScoreFn
 ) -> Callable[[int], Batch]:
     """`produce(step) -> Batch`: sample tasks, generate groups, verify, dynamic sampling."""
 
@@ -87,7 +87,7 @@ def _pad(rows: Sequence[Sequence[float]], value: float, dtype: torch.dtype) -> t
 
 
 def update_policy(
-    cfg: GRPOConfig, backend: Any, batch: Batch, ref_model: torch.nn.Module | None, pad_id: int
+    cfg: TrainConfig, backend: Any, batch: Batch, ref_model: torch.nn.Module | None, pad_id: int
 ) -> dict[str, float]:
     """One GRPO update on `batch` (gradient accumulation over micro-batches); returns loss stats."""
     rollouts = [r for g in batch.groups for r in g.rollouts]

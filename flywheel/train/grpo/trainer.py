@@ -1,6 +1,6 @@
 """The RL loop: sample tasks, generate groups, verify, drop flat groups, GRPO update, log, checkpoint.
 
-    result = train_rlvr(GRPOConfig(steps=40), RunInputs("path/to/base_model", tasks, paths))
+    result = train_rlvr(TrainConfig(steps=40), RunInputs("path/to/base_model", tasks, paths))
 
 One readable loop (nanochat-style): `_start` builds the run's parts, `_loop` runs the steps,
 `_finish` saves the policy and closes the MLflow run. The GRPO pieces it wires together live next
@@ -38,7 +38,7 @@ from flywheel.train.common.result import TrainResult
 from flywheel.train.common.rollouts import GeneratorFactory, PolicyGenerator, ScoreFn, default_score_fn
 from flywheel.train.common.taskset import dev_split
 from flywheel.train.common.telemetry import Telemetry, gpu_metrics, plot_reward_curve
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.dev import DevTracker
 from flywheel.train.grpo.horizon import BudgetClock, HorizonPlanner
 from flywheel.train.grpo.pipeline import RolloutPipeline
@@ -87,7 +87,7 @@ def load_policy(base_model: str | Path | Any, device: str) -> tuple[torch.nn.Mod
 class _Run:
     """A run's live parts: built by `_start`, driven by `_loop`, closed by `_finish`."""
 
-    cfg: GRPOConfig
+    cfg: TrainConfig
     inputs: RunInputs
     tokenizer: Any
     backend: UpdateBackend
@@ -112,7 +112,7 @@ class _Run:
 
 
 def train_rlvr(
-    config: GRPOConfig,
+    config: TrainConfig,
     inputs: RunInputs,
     *,
     score_fn: ScoreFn | None = None,
@@ -149,7 +149,7 @@ def train_rlvr(
     return _finish(run, end, status, reason)
 
 
-def _start(cfg: GRPOConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Telemetry | None,
+def _start(cfg: TrainConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Telemetry | None,
            resume: bool, generator_factory: GeneratorFactory | None = None) -> _Run:
     """Load the policy, build backend, scheduler, generator and pipeline; restore a checkpoint; open MLflow."""
     t_start, cpu_start, clock = time.perf_counter(), time.process_time(), BudgetClock(cfg.budget_clock)

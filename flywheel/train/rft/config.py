@@ -12,7 +12,7 @@ from flywheel.config_fields import check_choices, option
 from flywheel.train.common.placement import PLACEMENT_FIELDS, placement_option
 
 RFT_PREFIX = "rft_"
-"""Where the RFT stage's fields appear beside GRPOConfig's: `--rft-steps`, Dagster `rft_steps`."""
+"""Where the RFT stage's fields appear beside TrainConfig's: `--rft-steps`, Dagster `rft_steps`."""
 RFT_RUN_FIELDS = ("seed", *PLACEMENT_FIELDS, "num_threads")
 """RftConfig fields a training run sets from its own config and resources, not shown as RFT settings: the
 placement (backend, ZeRO stage, device) is the run's, so both stages update through the same backend."""

@@ -1,7 +1,7 @@
 """The RFT stage as a tracked run: rejection-sampling fine-tuning inside its own MLflow run, returning the
 same `TrainResult` the RL trainer does, so the asset, the lineage and the registry treat both alike.
 
-`train_policy` chains the stages `GRPOConfig.stage` names: `rft`, `rl`, or `rft_rl` (RFT's weights are
+`train_policy` chains the stages `TrainConfig.stage` names: `rft`, `rl`, or `rft_rl` (RFT's weights are
 where GRPO starts).
 """
 

@@ -8,14 +8,14 @@ import torch
 from flywheel.tasks.suites import train_suite
 from flywheel.train.common.checkpoint import latest_checkpoint
 from flywheel.train.common.telemetry import Telemetry
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
 
 @pytest.mark.parametrize("pipelined", [False, True], ids=["sync", "one-step-off-policy"])
 def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, digit_reward, pipelined):
     tasks = train_suite("math", 30)
-    cfg = GRPOConfig(steps=4, prompts_per_step=3, group_size=4, micro_batch_size=6, max_new_tokens=10, lr=1e-2,
+    cfg = TrainConfig(steps=4, prompts_per_step=3, group_size=4, micro_batch_size=6, max_new_tokens=10, lr=1e-2,
                      checkpoint_every=2, off_policy_pipeline=pipelined, lr_schedule="cosine", warmup_steps=1,
                      num_threads=1)
     off = Telemetry(None, enabled=False)
@@ -38,7 +38,7 @@ def test_resume_is_bitwise_equal_to_uninterrupted(flywheel_home, policy_dir, dig
 
 
 def test_checkpoint_holds_optimizer_rng_and_pass_rates(flywheel_home, policy_dir, digit_reward):
-    cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=3, max_new_tokens=8, num_threads=1)
+    cfg = TrainConfig(steps=1, prompts_per_step=2, group_size=3, max_new_tokens=8, num_threads=1)
     train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 10), flywheel_home, "one"),
                score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))
     ck = latest_checkpoint(flywheel_home.checkpoints / "one")

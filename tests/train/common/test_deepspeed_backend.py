@@ -9,19 +9,19 @@ from flywheel.tasks.suites import train_suite
 from flywheel.train.common.deepspeed_backend import ds_config
 from flywheel.train.common.placement import Placement
 from flywheel.train.common.telemetry import Telemetry
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 
 
 def test_ds_config_carries_zero_stage_and_clipping():
-    cfg = GRPOConfig(zero_stage=2, max_grad_norm=0.5, micro_batch_size=4)
+    cfg = TrainConfig(zero_stage=2, max_grad_norm=0.5, micro_batch_size=4)
     conf = ds_config(cfg.optim(), Placement(zero_stage=2, device="cpu"), cfg.micro_batch_size)
     assert conf["zero_optimization"]["stage"] == 2 and conf["gradient_clipping"] == 0.5
     assert conf["train_micro_batch_size_per_gpu"] == 4 and "bf16" not in conf
 
 
 def _run(backend, policy_dir, home, score_fn, device="cpu"):
-    cfg = GRPOConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=5, max_new_tokens=10, lr=1e-2,
+    cfg = TrainConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=5, max_new_tokens=10, lr=1e-2,
                      backend=backend, device=device, checkpoint_every=1, num_threads=1)
     return train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 20), home, backend),
                       score_fn=score_fn, telemetry=Telemetry(None, enabled=False))
@@ -77,7 +77,7 @@ def test_rft_fine_tunes_through_deepspeed_with_the_torch_backends_losses(policy_
 
 @pytest.mark.gpu
 def test_deepspeed_zero2_step_on_cuda(flywheel_home, policy_dir, digit_reward):
-    cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=4, max_new_tokens=10, backend="deepspeed", zero_stage=2,
+    cfg = TrainConfig(steps=1, prompts_per_step=2, group_size=4, max_new_tokens=10, backend="deepspeed", zero_stage=2,
                      device="cuda")
     res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 10), flywheel_home, "ds_cuda"),
                      score_fn=digit_reward, telemetry=Telemetry(None, enabled=False))

@@ -11,7 +11,7 @@ from flywheel.train.common.optim import make_optimizer, make_scheduler
 from flywheel.train.common.placement import PLACEMENT_FIELDS, Placement, placement_of
 from flywheel.train.common.schedule import LRSchedule, OptimSpec
 from flywheel.train.common.sft import SftConfig
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.rft.config import RFT_RUN_FIELDS, RftConfig
 from flywheel.train.rft.run import sft_config
 
@@ -44,23 +44,23 @@ def test_the_scheduler_sets_each_steps_lr_as_the_sft_loop_always_computed_it():
 
 
 def test_each_stage_declares_its_own_optimizer_values():
-    grpo, sft = GRPOConfig().optim(), SftConfig().optim()
+    grpo, sft = TrainConfig().optim(), SftConfig().optim()
     assert grpo.betas == (0.9, 0.99) and sft.betas == (0.9, 0.98)
     assert (grpo.lr, grpo.warmup_steps, grpo.horizon) == (2e-4, 0, 120)
     rft = sft_config(RftConfig()).optim()
     assert (rft.lr, rft.warmup_steps, rft.horizon, rft.betas) == (1e-4, 5, 400, (0.9, 0.98))
-    assert not GRPOConfig(lr_schedule="constant").optim().cosine and rft.cosine
+    assert not TrainConfig(lr_schedule="constant").optim().cosine and rft.cosine
 
 
 def test_both_stages_take_one_placement_and_refuse_what_cannot_run():
-    for cls in (GRPOConfig, RftConfig):
+    for cls in (TrainConfig, RftConfig):
         assert {n: cls.__dataclass_fields__[n].metadata for n in PLACEMENT_FIELDS} == {
             n: Placement.__dataclass_fields__[n].metadata for n in PLACEMENT_FIELDS}
     assert set(PLACEMENT_FIELDS) <= set(RFT_RUN_FIELDS)  # the run's placement, not an RFT setting
-    assert placement_of(GRPOConfig(backend="deepspeed", zero_stage=2), "cpu") == Placement("deepspeed", 2, "cpu")
+    assert placement_of(TrainConfig(backend="deepspeed", zero_stage=2), "cpu") == Placement("deepspeed", 2, "cpu")
     for bad in ({"backend": "jax"}, {"zero_stage": 4}, {"device": "tpu"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
-            GRPOConfig(**bad)
+            TrainConfig(**bad)
         with pytest.raises(ValueError, match=next(iter(bad))):
             RftConfig(**bad)
 

@@ -16,7 +16,7 @@ from flywheel.train.api import train_policy
 from flywheel.train.common.difficulty import history_pass_rates, record_difficulty, training_model_name
 from flywheel.train.common.taskset import build_task_set, replay_tasks, tagged
 from flywheel.train.common.telemetry import Telemetry
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.scheduler import Group, TaskScheduler
 from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
@@ -59,7 +59,7 @@ def test_scheduler_mixes_pool_and_replay_by_share():
 
 def test_real_run_respects_the_cap_and_stops_when_every_task_is_used_up(flywheel_home, policy_dir):
     """Real verifiers (math), a real tiny policy: 3 tasks x cap 8 = 6 groups of 4, then the run has nothing left."""
-    cfg = GRPOConfig(steps=10, prompts_per_step=2, group_size=4, max_samples_per_task=8, max_new_tokens=8,
+    cfg = TrainConfig(steps=10, prompts_per_step=2, group_size=4, max_samples_per_task=8, max_new_tokens=8,
                      domain_weights={"math": 1.0}, dynamic_sampling=False, dev_every=0, num_threads=1)
     res = train_rlvr(cfg, RunInputs(policy_dir, tagged(train_suite("math", 3), "pool"), flywheel_home, "cap"),
                      telemetry=OFF)
@@ -84,7 +84,7 @@ def _warehouse_with_pool(path, tasks: list[Task]) -> None:
 def test_task_set_is_pool_plus_replay_and_never_held_out(flywheel_home):
     pool = train_suite("math", 4) + train_suite("code", 2)
     _warehouse_with_pool(flywheel_home.warehouse, pool)
-    cfg = GRPOConfig(domain_weights={"math": 0.5, "code": 0.5}, replay_tasks_per_domain=20, dev_tasks_per_domain=8)
+    cfg = TrainConfig(domain_weights={"math": 0.5, "code": 0.5}, replay_tasks_per_domain=20, dev_tasks_per_domain=8)
     data = build_task_set(flywheel_home.warehouse, cfg)
     by_src: dict[str, list[Task]] = {}
     for t in data.tasks:
@@ -102,7 +102,7 @@ def test_task_set_is_pool_plus_replay_and_never_held_out(flywheel_home):
 def test_train_policy_writes_attempts_and_passes_back(flywheel_home, policy_dir):
     pool = train_suite("math", 4)
     _warehouse_with_pool(flywheel_home.warehouse, pool)
-    cfg = GRPOConfig(stage="rl", steps=2, prompts_per_step=4, group_size=4, max_new_tokens=8,
+    cfg = TrainConfig(stage="rl", steps=2, prompts_per_step=4, group_size=4, max_new_tokens=8,
                      domain_weights={"math": 1.0}, replay_tasks_per_domain=6, dev_every=0, num_threads=1)
     res = train_policy(cfg, policy_dir, "wb", paths=flywheel_home, telemetry=OFF, log_date="2026-12-02")
     assert res.manifest["n_tasks.pool"] == 3 and res.manifest["n_tasks.replay"] == 6
@@ -131,7 +131,7 @@ def test_replay_moves_on_to_tasks_earlier_runs_have_not_trained_on(flywheel_home
     record_difficulty(flywheel_home.warehouse, {t: ("math", 8, 3) for t in first[:3]},
                       training_model_name("tiny-v1"), "2026-12-01")
     record_difficulty(flywheel_home.warehouse, {suite[6]: ("math", 4, 0)}, "tiny-v1", "2026-12-01")  # a served model
-    cfg = GRPOConfig(domain_weights={"math": 1.0}, replay_tasks_per_domain=5, dev_every=0)
+    cfg = TrainConfig(domain_weights={"math": 1.0}, replay_tasks_per_domain=5, dev_every=0)
     data = build_task_set(flywheel_home.warehouse, cfg, fallback_per_domain=5, log_date="2026-12-02")
     # the three trained tasks give way to the next untrained ones; a served model's rows do not count
     assert [t.task_id for t in data.tasks] == [suite[i] for i in (3, 4, 5, 6, 7)]

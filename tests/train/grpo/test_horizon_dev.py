@@ -9,7 +9,7 @@ import torch
 from flywheel.tasks.suites import train_suite
 from flywheel.train.common.taskset import dev_split
 from flywheel.train.common.telemetry import Telemetry
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.horizon import CHECKS, HorizonPlanner
 from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import Verdict
@@ -31,7 +31,7 @@ def test_planner_shrinks_the_horizon_to_the_steps_the_budget_reaches_and_never_p
 
 
 def test_budgeted_run_shrinks_its_horizon_and_ends_there(flywheel_home, policy_dir, digit_reward):
-    cfg = GRPOConfig(steps=400, prompts_per_step=2, group_size=3, max_new_tokens=6, time_budget_s=4.0,
+    cfg = TrainConfig(steps=400, prompts_per_step=2, group_size=3, max_new_tokens=6, time_budget_s=4.0,
                      budget_clock="cpu", dev_every=0, domain_weights={"math": 1.0}, checkpoint_every=0)
     res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 40), flywheel_home, "budget"),
                      score_fn=digit_reward, telemetry=OFF)
@@ -60,7 +60,7 @@ def test_best_dev_checkpoint_is_the_policy_and_patience_stops_the_run(flywheel_h
 
     model, tok = load_model(policy_dir, dtype="float32", trainable=True)
     snapshots = {}
-    cfg = GRPOConfig(steps=8, prompts_per_step=2, group_size=3, max_new_tokens=6, lr=5e-2, dev_every=1,
+    cfg = TrainConfig(steps=8, prompts_per_step=2, group_size=3, max_new_tokens=6, lr=5e-2, dev_every=1,
                      patience=2, domain_weights={"math": 1.0}, checkpoint_every=0)
     res = train_rlvr(cfg, RunInputs((model, tok), tasks, flywheel_home, "dev", dev_tasks=dev), score_fn=score,
                      telemetry=OFF,
@@ -77,7 +77,7 @@ def test_best_dev_checkpoint_is_the_policy_and_patience_stops_the_run(flywheel_h
 
 def test_cpu_run_uses_one_torch_thread_and_gives_the_setting_back(flywheel_home, policy_dir, digit_reward):
     before = torch.get_num_threads()
-    cfg = GRPOConfig(steps=1, prompts_per_step=2, group_size=3, max_new_tokens=6, device="cpu", dev_every=0,
+    cfg = TrainConfig(steps=1, prompts_per_step=2, group_size=3, max_new_tokens=6, device="cpu", dev_every=0,
                      domain_weights={"math": 1.0})
     assert cfg.num_threads == 0  # the default: auto
     res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 8), flywheel_home, "threads"),

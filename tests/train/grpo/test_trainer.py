@@ -10,7 +10,7 @@ import torch
 
 from flywheel.tasks.suites import train_suite
 from flywheel.train.common.telemetry import Telemetry, mlflow_key
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.trainer import RunInputs, train_rlvr
 from flywheel.verifiers.verdict import VerifierInfraError
 
@@ -20,7 +20,7 @@ def tasks():
     return train_suite("math", 30) + train_suite("agent", 6)
 
 
-CFG = GRPOConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=5, max_new_tokens=12, lr=1e-2,
+CFG = TrainConfig(steps=2, prompts_per_step=3, group_size=4, micro_batch_size=5, max_new_tokens=12, lr=1e-2,
                  domain_weights={"math": 0.8, "agent": 0.2}, max_tool_steps=2, num_threads=1)
 
 
