@@ -36,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="write the verdict lines here instead of stdout")
     p.add_argument("--concurrency", type=positive_int, default=4, help="verifications in flight (default 4)")
     p.add_argument("--cache", help="DuckDB file holding the verdict cache (default: none)")
+    p.add_argument("--grader", help="OpenAI-style grader spec (JSON; a grader object or an RFT job body) judging "
+                                    "every line; a task's own 'grader' field judges its line (docs/verifiers.md)")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -89,12 +91,21 @@ def run(args: argparse.Namespace) -> int:
             continue
         items.append(ScoreItem(obj["domain"], obj["task"], obj["response"]))
         where.append(n - 1)
+    registry = None
+    if args.grader or any("grader" in it.task for it in items):
+        from flywheel.verifiers.graders import GraderRegistry, load_spec
+
+        try:
+            registry = GraderRegistry(load_spec(args.grader) if args.grader else None)
+        except ValueError as e:  # TaskError: the spec file is unreadable or malformed, naming the field
+            return fail(str(e))
     try:
         cache = VerdictCache(args.cache) if args.cache else None
     except (OSError, duckdb.Error) as e:  # an unwritable or foreign file: the user's to fix, not a crash
         return fail(f"cannot open the verdict cache {args.cache}: {type(e).__name__}: {e}")
     try:
-        verdicts = score_batch(items, concurrency=args.concurrency, cache=cache, errors="none")
+        verdicts = score_batch(items, concurrency=args.concurrency, cache=cache, errors="none",
+                               registry=registry)
     finally:
         if cache is not None:
             cache.close()
