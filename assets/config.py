@@ -65,7 +65,8 @@ def _field(spec: FieldSpec, default: Any, description: str) -> Any:
             bounds["gt" if rng.strict_low else "ge"] = rng.low
         if rng.high is not None:
             bounds["le"] = rng.high
-    return Field(default=default, description=f"{description} ({rng.describe()})", **bounds)
+    finite = {"allow_inf_nan": False} if spec.kind is float else {}
+    return Field(default=default, description=f"{description} ({rng.describe()})", **bounds, **finite)
 
 
 def _annotation(spec: FieldSpec) -> Any:

@@ -62,9 +62,10 @@ def rlvr_entropy_not_collapsed(context: dg.AssetCheckExecutionContext, config: T
     return _result(entropy_collapse(_training_history(context, storage), config.to_lib()))
 
 
-@dg.asset_check(asset="rlvr_policy", blocking=True,
+@dg.asset_check(asset="rlvr_policy",
                 description="Rewards of the last training steps still vary (std above `min_reward_std`): flat, "
-                            "NaN-free rewards teach nothing.")
+                            "NaN-free rewards teach nothing. ERROR, alerted, but not blocking: a run that learnt "
+                            "nothing is still evaluated, and the gate keeps the champion.")
 def rlvr_rewards_not_flat(context: dg.AssetCheckExecutionContext, config: ThresholdsConfig,
                           storage: StorageResource) -> dg.AssetCheckResult:
     from flywheel.monitoring.signals import reward_collapse

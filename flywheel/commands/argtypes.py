@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
-
-from flywheel.config_fields import Range, mapping_parser
-from flywheel.config_fields import bounded as field_bounded
 
 
 def bounded(kind: type, lo: float | None = None, hi: float | None = None, *, above: bool = False) -> Callable[[str], Any]:
@@ -63,26 +60,3 @@ def domain_counts(text: str) -> dict[str, int]:
 
 
 domain_counts.__name__ = "DOMAIN:COUNT"
-
-
-def constrain(parser: argparse.ArgumentParser, bounds: Mapping[str, tuple[float | None, float | None]],
-              *, strict_low: frozenset[str] = frozenset()) -> None:
-    """Give the generated flags (config_fields.add_flags) of `parser` the ranges in `bounds` (dest -> (lo, hi)),
-    for config fields that do not declare their range themselves yet (`option(..., ge=...)` is the way).
-
-    Scalar int/float flags read through `bounded`; KEY=VALUE flags check every value. `strict_low` names
-    the dests whose value must be strictly above `lo`.
-    """
-    actions = {a.dest: a for a in parser._actions}
-    for dest, (lo, hi) in bounds.items():
-        action = actions[dest]  # a KeyError here is a typo in a command's bounds table
-        spec = getattr(action, "field_spec", None)
-        rng = Range(low=lo, high=hi, strict_low=dest in strict_low)
-        if spec is not None and spec.range is not None:
-            continue  # the field declares its own range: that one is the truth
-        if spec is not None and spec.kind in (int, float):
-            action.type = field_bounded(spec.kind, rng)
-        elif spec is not None and spec.kind is dict and spec.item in (int, float):
-            action.type = mapping_parser(spec.item, rng)
-        else:
-            raise TypeError(f"{dest}: no numeric range for a flag of type {action.type!r}")

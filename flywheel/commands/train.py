@@ -10,32 +10,12 @@ import argparse
 import functools
 from pathlib import Path
 
-from flywheel.commands.argtypes import constrain
 from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.storage import storage_from_env
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel.train.config import GRPOConfig
 from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
-
-TRAIN_BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    "steps": (0, None), "time_budget_s": (0, None), "prompts_per_step": (1, None), "group_size": (2, None),
-    "micro_batch_size": (1, None), "lr": (0, None), "weight_decay": (0, None), "warmup_steps": (0, None),
-    "max_grad_norm": (0, None), "clip_low": (0, 1), "clip_high": (0, None), "kl_coef": (0, None),
-    "ppo_epochs": (1, None), "temperature": (0, None), "top_p": (0, 1), "max_new_tokens": (1, None),
-    "max_tool_steps": (0, None), "replay_tasks_per_domain": (0, None), "replay_share": (0, 1),
-    "max_samples_per_task": (0, None), "dev_every": (0, None), "dev_tasks_per_domain": (0, None),
-    "dev_temperature": (0, None), "dev_samples": (1, None), "patience": (0, None), "domain_weights": (0, None),
-    "target_pass_rate": (0, 1), "difficulty_sharpness": (0, None), "min_task_weight": (0, 1),
-    "pass_rate_prior": (0, 1), "pass_rate_momentum": (0, 1), "max_refill_rounds": (0, None),
-    "max_staleness": (0, None), "checkpoint_every": (0, None), "num_threads": (0, None),
-    "rft_tasks_per_domain": (0, None), "rft_samples_per_task": (0, None), "rft_temperature": (0, None),
-    "rft_max_new_tokens": (1, None), "rft_max_tool_steps": (0, None), "rft_log_candidates_per_task": (0, None),
-    "rft_max_examples_per_task": (1, None), "rft_steps": (0, None), "rft_lr": (0, None),
-    "rft_batch_size": (1, None), "rft_warmup": (0, None), "rft_max_len": (1, None),
-}
-"""Ranges of the generated GRPOConfig / RftConfig flags, checked as argparse reads them (exit 2 before any
-work); cross-field rules (max_samples_per_task >= group_size, ...) stay in the configs' own checks."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_flags(p.add_argument_group("run config (GRPOConfig)"), GRPOConfig)
     add_flags(p.add_argument_group("the RFT stage (RftConfig; seed and device come from the run config)"),
               RftConfig, exclude=RFT_RUN_FIELDS, prefix=RFT_PREFIX)
-    constrain(p, TRAIN_BOUNDS, strict_low=frozenset({"lr", "rft_lr", "top_p", "temperature"}))
     add_json_flag(p)
     p.set_defaults(func=run)
 

@@ -18,7 +18,7 @@ class AlertThresholds:
     min_entropy: float = option(0.05, "Mean token entropy (nats) of the last steps below this: the policy "
                                       "collapsed onto a few tokens (ERROR, blocks evaluation).", ge=0)
     min_reward_std: float = option(1e-3, "Reward std over the samples of the last steps below this: rewards are "
-                                         "flat, GRPO has no signal to learn from (ERROR, blocks evaluation).", ge=0)
+                                         "flat, GRPO has no signal to learn from (ERROR; the gate still judges the run).", ge=0)
     min_signal_share: float = option(0.2, "Share of sampled groups with a reward signal (not all-equal) below "
                                           "this: sampling mostly wastes its rollouts (WARN).", ge=0, le=1)
     hacking_reward_rise: float = option(0.05, "Training reward rise (last steps minus first steps) that, with "

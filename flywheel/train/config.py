@@ -44,84 +44,84 @@ class TrainConfig:
                                         "was trained from this base model, so turns compound; else the base "
                                         "model) | base (always the base model).", choices=("champion", "base"))
     seed: int = option(0, "Seed for task sampling, generation and init; same seed + same data = same weights.")
-    steps: int = option(120, "Number of policy updates (the learning proof runs 360).")
+    steps: int = option(120, "Number of policy updates (the learning proof runs 360).", ge=0)
     time_budget_s: float = option(0.0, "Stop (and save the policy) once the run has taken this long (0 = no cap); "
-                                       "the LR horizon shrinks to the steps the budget reaches.")
+                                       "the LR horizon shrinks to the steps the budget reaches.", ge=0)
     budget_clock: str = option("wall", "What time_budget_s counts: wall (elapsed) | cpu (this process's CPU time, "
                                        "what the run would take on dedicated cores of a shared machine).",
                                choices=("wall", "cpu"))
     # batch
-    prompts_per_step: int = option(8, "Groups (distinct tasks) per update after dynamic sampling.")
-    group_size: int = option(8, "Responses sampled per task; GRPO normalizes rewards within this group.")
+    prompts_per_step: int = option(8, "Groups (distinct tasks) per update after dynamic sampling.", ge=1)
+    group_size: int = option(8, "Responses sampled per task; GRPO normalizes rewards within this group.", ge=2)
     micro_batch_size: int = option(32, "Rollouts per forward/backward; the step accumulates gradients over "
-                                       "micro-batches.")
+                                       "micro-batches.", ge=1)
     # optimizer
-    lr: float = option(2e-4, "AdamW learning rate (the tiny model: 2e-4; >= 5e-4 regresses it).")
-    weight_decay: float = option(0.0, "AdamW weight decay.")
+    lr: float = option(2e-4, "AdamW learning rate (the tiny model: 2e-4; >= 5e-4 regresses it).", gt=0)
+    weight_decay: float = option(0.0, "AdamW weight decay.", ge=0)
     adam_betas: tuple[float, float] = option((0.9, 0.99), "AdamW betas.")
-    warmup_steps: int = option(0, "Linear LR warmup steps.")
+    warmup_steps: int = option(0, "Linear LR warmup steps.", ge=0)
     lr_schedule: str = option("cosine", "LR schedule after warmup: constant | cosine (decays to 10% over steps, or "
                                         "over the steps a time budget reaches).",
                               choices=("constant", "cosine"))
-    max_grad_norm: float = option(1.0, "Gradient clipping by global norm (0 disables).")
+    max_grad_norm: float = option(1.0, "Gradient clipping by global norm (0 disables).", ge=0)
     # loss
     advantage: str = option("dr_grpo", "Advantage estimator: grpo ((r - mean) / std per group) | "
                                        "dr_grpo (r - mean, Dr. GRPO).", choices=ADVANTAGES)
-    clip_low: float = option(0.2, "PPO ratio clip below: ratio >= 1 - clip_low.")
-    clip_high: float = option(0.28, "PPO ratio clip above (DAPO clip-higher): ratio <= 1 + clip_high.")
-    kl_coef: float = option(0.0, "Weight of the k3 KL penalty to a frozen reference policy (0 = no reference kept).")
+    clip_low: float = option(0.2, "PPO ratio clip below: ratio >= 1 - clip_low.", ge=0, le=1)
+    clip_high: float = option(0.28, "PPO ratio clip above (DAPO clip-higher): ratio <= 1 + clip_high.", ge=0)
+    kl_coef: float = option(0.0, "Weight of the k3 KL penalty to a frozen reference policy (0 = no reference kept).", ge=0)
     loss_agg: str = option("token-mean", "Loss aggregation: token-mean (DAPO) | seq-mean-token-mean (GRPO paper).",
                            choices=("token-mean", "seq-mean-token-mean"))
-    ppo_epochs: int = option(1, "Optimizer passes over each batch (1 = on-policy GRPO; >1 exercises the clip).")
+    ppo_epochs: int = option(1, "Optimizer passes over each batch (1 = on-policy GRPO; >1 exercises the clip).", ge=1)
     # sampling
-    temperature: float = option(1.0, "Sampling temperature (the loss uses the same tempered distribution).")
-    top_p: float = option(1.0, "Nucleus sampling (1.0 = off; < 1 biases log-probs, keep 1.0 for RL).")
-    max_new_tokens: int = option(80, "Longest response in tokens (the tiny model's math scratchpad needs up to ~60).")
-    max_tool_steps: int = option(6, "Most tool calls in one agent rollout.")
+    temperature: float = option(1.0, "Sampling temperature (the loss uses the same tempered distribution).", gt=0)
+    top_p: float = option(1.0, "Nucleus sampling (1.0 = off; < 1 biases log-probs, keep 1.0 for RL).", gt=0, le=1)
+    max_new_tokens: int = option(80, "Longest response in tokens (the tiny model's math scratchpad needs up to ~60).", ge=1)
+    max_tool_steps: int = option(6, "Most tool calls in one agent rollout.", ge=0)
     # data: what the run samples from
     replay_tasks_per_domain: int = option(
         1536, "Tasks per weighted domain from its train suite (never held-out) mixed with the mined pool, so a "
-              "turn does not memorise a small mined slice and RFT has fresh tasks each turn (0 = pool only).")
+              "turn does not memorise a small mined slice and RFT has fresh tasks each turn (0 = pool only).", ge=0)
     replay_share: float = option(0.5, "Share of a domain's draws taken from replay while the domain has both "
-                                      "pool and replay tasks under the cap (the rest from the pool).")
+                                      "pool and replay tasks under the cap (the rest from the pool).", ge=0, le=1)
     max_samples_per_task: int = option(64, "Most responses sampled for one task in one run; the scheduler stops "
-                                           "drawing a task whose next group would pass it (0 = no cap).")
+                                           "drawing a task whose next group would pass it (0 = no cap).", ge=0)
     # dev split: early stopping and the best checkpoint
     dev_every: int = option(20, "Score the dev split every N steps (and at step 0 and the end); the best-scoring "
-                                "checkpoint is the run's policy (0 = off: the last step's policy).")
+                                "checkpoint is the run's policy (0 = off: the last step's policy).", ge=0)
     dev_tasks_per_domain: int = option(32, "Dev tasks per weighted domain: train-suite tasks drawn with their own "
-                                           "seed, disjoint from every task the run trains on.")
-    dev_temperature: float = option(0.0, "Dev decoding temperature (0 = greedy).")
-    dev_samples: int = option(1, "Responses per dev task (1 with greedy decoding).")
-    patience: int = option(3, "Stop after this many dev scores in a row without a new best (0 = never stop early).")
+                                           "seed, disjoint from every task the run trains on.", ge=0)
+    dev_temperature: float = option(0.0, "Dev decoding temperature (0 = greedy).", ge=0)
+    dev_samples: int = option(1, "Responses per dev task (1 with greedy decoding).", ge=1)
+    patience: int = option(3, "Stop after this many dev scores in a row without a new best (0 = never stop early).", ge=0)
     # scheduler
     domain_weights: dict[str, float] = option(
         {"math": 0.9, "code": 0.05, "agent": 0.05},
         "Sampling weight of each domain (normalized); a small share of code and agent keeps them from being "
         "forgotten while math is pushed. A key may also be a glob over the installed environments' domains "
-        "(rg.*) or family:NAME: its weight is split evenly over the domains it matches.")
+        "(rg.*) or family:NAME: its weight is split evenly over the domains it matches.", ge=0)
     domain_mix: str = option("weights", "weights: sample domains by domain_weights; pool_failures: by each weighted "
                                         "domain's share of the mined pool (its logged failures), floored at a tenth "
                                         "of its configured weight's share", choices=("weights", "pool_failures"))
-    target_pass_rate: float = option(0.5, "Difficulty sampling prefers tasks whose running pass rate is near this.")
-    difficulty_sharpness: float = option(4.0, "How strongly sampling prefers the target (0 = uniform).")
-    min_task_weight: float = option(0.05, "Floor on a task's sampling weight so solved/unsolved tasks are revisited.")
-    pass_rate_prior: float = option(0.5, "Pass rate assumed for a task never attempted.")
+    target_pass_rate: float = option(0.5, "Difficulty sampling prefers tasks whose running pass rate is near this.", ge=0, le=1)
+    difficulty_sharpness: float = option(4.0, "How strongly sampling prefers the target (0 = uniform).", ge=0)
+    min_task_weight: float = option(0.05, "Floor on a task's sampling weight so solved/unsolved tasks are revisited.", ge=0, le=1)
+    pass_rate_prior: float = option(0.5, "Pass rate assumed for a task never attempted.", ge=0, le=1)
     adaptive_prior: bool = option(True, "Unseen tasks start at their domain's observed pass rate instead of "
                                         "pass_rate_prior.")
-    pass_rate_momentum: float = option(0.5, "EMA weight of the old pass rate when a group's result arrives.")
+    pass_rate_momentum: float = option(0.5, "EMA weight of the old pass rate when a group's result arrives.", ge=0, le=1)
     dynamic_sampling: bool = option(True, "Drop groups whose rewards are all equal and refill the batch (DAPO).")
-    max_refill_rounds: int = option(1, "Extra generation rounds to refill dropped groups before updating anyway.")
+    max_refill_rounds: int = option(1, "Extra generation rounds to refill dropped groups before updating anyway.", ge=0)
     # pipelining
     off_policy_pipeline: bool = option(False, "Generate step k+1 in a thread while step k updates.")
-    max_staleness: int = option(1, "Most policy versions a rollout may lag the policy it updates.")
+    max_staleness: int = option(1, "Most policy versions a rollout may lag the policy it updates.", ge=0)
     # infrastructure
     backend: str = placement_option("backend")
     zero_stage: int = placement_option("zero_stage")
     device: str = placement_option("device")
-    checkpoint_every: int = option(10, "Checkpoint every N steps (0 = only at the end).")
+    checkpoint_every: int = option(10, "Checkpoint every N steps (0 = only at the end).", ge=0)
     num_threads: int = option(0, "torch intra-op threads for the run (0 = 1 on CPU, where more threads spin-wait "
-                                 "on a shared machine; torch's default on a GPU).")
+                                 "on a shared machine; torch's default on a GPU).", ge=0)
 
     def __post_init__(self) -> None:
         check_choices(self)

@@ -61,7 +61,7 @@ def test_the_rft_stage_config_is_the_same_in_the_cli_and_dagster():
     assert {s.name for s in specs} == {f.name for f in dataclasses.fields(RftConfig)} - set(RFT_RUN_FIELDS)
     for spec in specs:
         flag, field = flags[RFT_PREFIX + spec.name], dagster[RFT_PREFIX + spec.name]
-        assert flag.help % {} == spec.help == field.description, spec.name
+        assert flag.help % {} == spec.help and field.description == spec.help + _range(spec), spec.name
         assert flag.default == spec.default == field.default, spec.name
     assert RlvrConfig(rft_steps=7).nested_lib(RFT_PREFIX) == RftConfig(steps=7)
     assert from_args(RftConfig, build_parser().parse_args(["train", "--rft-steps", "7"]), prefix=RFT_PREFIX) == \

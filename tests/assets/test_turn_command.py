@@ -27,7 +27,9 @@ REPO = Path(__file__).resolve().parents[2]
     ("rollout_engine.max_batch_size=x", "--set rollout_engine.max_batch_size: expected Int, got 'x'"),
     # values, not only names and types: choices, ranges and finiteness, as the library dataclass checks them
     ('rlvr_policy.stage="grpo"', "--set rlvr_policy.stage: unknown stage 'grpo'; valid: "),
-    ("rlvr_policy.lr=NaN", "--set rlvr_policy.lr: lr: expected a finite number"),
+    ("rlvr_policy.lr=NaN", "--set rlvr_policy.lr: lr: Input should be a finite number, got nan"),
+    ("rlvr_policy.steps=-5", "--set rlvr_policy.steps: steps: Input should be greater than or equal to 0, got -5"),
+    ("rlvr_policy.replay_share=NaN", "--set rlvr_policy.replay_share: replay_share: Input should be a finite number"),
     ("sandbox.workers=-3", "--set sandbox.workers: workers: Input should be greater than or equal to 1, got -3"),
     ("rollout_engine.gpu_memory_utilization=1.5", "gpu_memory_utilization: Input should be less than or equal to 1"),
 ])

@@ -8,10 +8,10 @@ import os
 import subprocess
 import sys
 import sysconfig
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_LOCATION = {"flywheel_dagster.assets": "assets", "flywheel_dagster.resources": "resources"}

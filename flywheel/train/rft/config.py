@@ -32,26 +32,26 @@ class RftConfig:
     tasks_per_domain: dict[str, int] = option(
         {"math": 1500, "code": 150, "agent": 0},
         "Most of the run's tasks sampled per domain (seeded choice); 0 or absent: the domain gets no policy "
-        "samples. Keys may be globs (rg.*) or family:NAME, each matched domain getting the count.")
-    samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).")
+        "samples. Keys may be globs (rg.*) or family:NAME, each matched domain getting the count.", ge=0)
+    samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).", ge=0)
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
-                                        "cleaner demonstrations).")
-    max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).")
-    max_tool_steps: int = option(6, "Most tool calls in one agent sample.")
+                                        "cleaner demonstrations).", ge=0)
+    max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).", ge=1)
+    max_tool_steps: int = option(6, "Most tool calls in one agent sample.", ge=0)
     include_logs: bool = option(False, "Also use logged production responses of the run's tasks that the "
                                        "verifiers pass on re-verification. Off by default: logs from another "
                                        "model are off-policy demonstrations; measured in a turn on the tiny "
                                        "model, with them held-out code fell 15 points, without them it rose 9.")
     log_candidates_per_task: int = option(16, "Most distinct logged responses (claimed successes) re-verified "
-                                              "per task.")
+                                              "per task.", ge=0)
     max_examples_per_task: int = option(4, "Distinct passing responses kept per task (identical ones are "
-                                           "deduplicated first), so easy tasks do not dominate the data.")
+                                           "deduplicated first), so easy tasks do not dominate the data.", ge=1)
     # SFT
-    steps: int = option(400, "SFT optimizer steps on the kept responses.")
-    lr: float = option(1e-4, "Peak AdamW learning rate (linear warmup, then cosine decay to 10%).")
-    batch_size: int = option(16, "Examples per SFT step.")
-    warmup: int = option(5, "Linear LR warmup steps.")
-    max_len: int = option(384, "Examples are truncated to this many tokens (prompt + response).")
+    steps: int = option(400, "SFT optimizer steps on the kept responses.", ge=0)
+    lr: float = option(1e-4, "Peak AdamW learning rate (linear warmup, then cosine decay to 10%).", gt=0)
+    batch_size: int = option(16, "Examples per SFT step.", ge=1)
+    warmup: int = option(5, "Linear LR warmup steps.", ge=0)
+    max_len: int = option(384, "Examples are truncated to this many tokens (prompt + response).", ge=1)
     # infrastructure
     backend: str = placement_option("backend")
     zero_stage: int = placement_option("zero_stage")
