@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from flywheel.environments.adapters import adapt
 from flywheel.environments.base import Environment
 from flywheel.environments.boundary import IMPORT_DEADLINE_S, PluginError, within
 
@@ -78,6 +79,7 @@ def build(obj: Any, src: Source) -> Environment:
             env = obj()  # a class or a factory
         else:
             env = obj  # an instance
+        env = adapt(env, src.name)  # a `verifiers` package or an Inspect task becomes an Environment
     except Exception as e:
         raise EnvironmentLoadError(f"{src}: building it failed: {type(e).__name__}: {e}") from e
     missing = [a for a in _REQUIRED if not hasattr(env, a)]
