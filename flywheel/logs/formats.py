@@ -25,6 +25,9 @@ import pyarrow.compute as pc
 from flywheel.logs import messages as M
 from flywheel.logs.messages import RecordError, json_kind
 from flywheel.logs.options import FORMATS
+from flywheel.logs.traces import CONVERT as TRACE_CONVERT
+from flywheel.logs.traces import NEEDS_PYTHON as TRACE_KEYS
+from flywheel.logs.traces import detect as detect_trace
 
 SHAREGPT_ROLES: dict[str, str] = {
     "human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "chatgpt": "assistant",
@@ -41,10 +44,10 @@ _NEEDS_PYTHON = (r'"content"\s*:\s*\[|"tool_calls"|"function_call"|"refusal"|"co
 def needs_python(lines: pa.ChunkedArray | pa.Array, fmt: str, max_line_bytes: int) -> pa.Array:
     """True for the lines Python must read: any non-flywheel record, content parts, tool calls,
     refusals, epoch timestamps. Lines over the line cap are left to the SQL (quarantined unparsed)."""
-    if fmt in ("openai", "sharegpt"):
+    if fmt not in ("auto", "flywheel"):  # other formats and traces (flywheel.logs.traces) are read in Python
         mask = pc.is_valid(lines)
     else:
-        mask = pc.or_(pc.invert(pc.match_substring(lines, '"messages"')), pc.match_substring_regex(lines, _NEEDS_PYTHON))
+        mask = pc.or_(pc.invert(pc.match_substring(lines, '"messages"')), pc.match_substring_regex(lines, _NEEDS_PYTHON + "|" + TRACE_KEYS))
     small = pc.less_equal(pc.binary_length(lines), max_line_bytes)
     m = pc.and_(mask, small)
     return m.combine_chunks() if isinstance(m, pa.ChunkedArray) else m
@@ -52,7 +55,7 @@ def needs_python(lines: pa.ChunkedArray | pa.Array, fmt: str, max_line_bytes: in
 
 def detect(rec: dict[str, Any]) -> str:
     """The one format `rec` fits, or RecordError (kind `unknown_format`) saying why none or several do."""
-    fits = []
+    fits = detect_trace(rec)  # OpenTelemetry, Langfuse, LangSmith traces
     if "conversations" in rec:
         fits.append("sharegpt")
     if "choices" in rec or ("request" in rec and "response" in rec):
@@ -193,7 +196,7 @@ def _sharegpt(rec: dict[str, Any]) -> dict[str, Any]:
     return _finish(out, msgs)
 
 
-_CONVERT = {"flywheel": _flywheel, "openai": _openai, "sharegpt": _sharegpt}
+_CONVERT = {"flywheel": _flywheel, "openai": _openai, "sharegpt": _sharegpt, **TRACE_CONVERT}
 assert set(_CONVERT) == set(FORMATS) - {"auto"}
 
 

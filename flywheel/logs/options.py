@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from flywheel.config_fields import check_choices, option
 
-FORMATS: tuple[str, ...] = ("auto", "flywheel", "openai", "sharegpt")
+FORMATS: tuple[str, ...] = ("auto", "flywheel", "openai", "sharegpt", "otel", "langfuse", "langsmith")
 """Values of `IngestOptions.format` (what each reads: `flywheel.logs.formats`)."""
 
 
@@ -37,7 +37,9 @@ class IngestOptions:
     workers: int = field(default_factory=default_workers,
                          metadata={"help": "threads for a batch's Arrow work (redaction prefilter, Parquet encoding)"})
     format: str = option("auto", "format of the JSON records: flywheel (the project's schema), openai (Chat "
-                         "Completions request + response), sharegpt (conversations), or auto (detected per record; "
+                         "Completions request + response), sharegpt (conversations), otel (OTLP JSON GenAI spans, one trace per "
+                         "record), langfuse (a trace with its observations), langsmith (a root run with its child_runs), "
+                         "or auto (detected per record; "
                          "a record that fits no format, or several, is quarantined)", choices=FORMATS)
 
     def __post_init__(self) -> None:

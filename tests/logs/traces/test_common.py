@@ -1,0 +1,65 @@
+"""A folder mixing OTLP JSON, a Langfuse export, LangSmith runs and today's formats ingests with conservation
+(every record ingested or quarantined with a reason naming the field), redaction, and each trace one task log
+whose messages, outcome, cost and latency mining reads; the conversation assembler keeps tool calls in order."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from flywheel.logs.ingest import ingest
+from flywheel.logs.options import IngestOptions
+from flywheel.logs.traces.common import Step, conversation
+
+
+def test_conversation_orders_tool_calls_and_skips_repeated_history() -> None:
+    user = {"role": "user", "content": "hi"}
+    steps = [Step(2.0, tool_name="lookup", tool_id="c1", tool_args={"k": 1}, tool_result={"v": 2}),
+             Step(1.0, [user], [{"role": "assistant", "content": "let me look"}]),
+             Step(3.0, [user], [{"role": "assistant", "content": "it is 2"}])]
+    msgs = conversation(steps, "x")
+    assert [m["role"] for m in msgs] == ["user", "assistant", "assistant", "tool", "assistant"]
+    assert msgs[2]["tool_calls"][0]["function"] == {"name": "lookup", "arguments": '{"k": 1}'}
+    assert msgs[3] == {"role": "tool", "tool_call_id": "c1", "content": '{"v": 2}'}
+
+
+def test_mixed_folder_ingests_with_conservation_and_redaction(tmp_path, wh, rec, write_jsonl, otel_export,
+                                                             langfuse_trace, langsmith_run) -> None:
+    two_traces = copy.deepcopy(otel_export)
+    two_traces["resourceSpans"][0]["scopeSpans"][0]["spans"][3]["traceId"] = "ffff"
+    write_jsonl(tmp_path / "otel.jsonl", [otel_export, two_traces])
+    second = copy.deepcopy(langfuse_trace)
+    second["id"] = "lf-trace-2"
+    (tmp_path / "langfuse.json").write_text(json.dumps([langfuse_trace, second]))  # an export as one JSON array
+    child = dict(langsmith_run["child_runs"][0])
+    write_jsonl(tmp_path / "langsmith.jsonl", [langsmith_run, child])
+    openai = {"request": {"messages": [{"role": "user", "content": "2+2?"}], "metadata": {"task_id": "o1",
+                                                                                           "domain": "math"}},
+              "response": {"id": "chatcmpl-1", "created": 1764950400, "model": "tiny:v1",
+                           "choices": [{"message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}]}}
+    write_jsonl(tmp_path / "today.jsonl", [rec(1), openai])
+    report = ingest(tmp_path, wh, options=IngestOptions())
+    assert report.balanced and report.lines_read == 8
+    assert (report.ingested, report.quarantined) == (6, 2)
+    q = dict(wh.execute("SELECT field, reason FROM quarantine ORDER BY field").fetchall())
+    assert set(q) == {"parent_run_id", "resourceSpans"} and "2 traces in one record" in q["resourceSpans"]
+    rows = {r[0]: r[1:] for r in wh.execute(
+        "SELECT id, task_id, domain, messages, outcome FROM task_logs").fetchall()}
+    assert {"otel-conv-42", "langfuse-lf-trace-1", "langfuse-lf-trace-2", "langsmith-8f0b-root"} <= set(rows)
+    _, domain, messages, outcome = rows["otel-conv-42"]
+    messages, outcome = json.loads(messages), json.loads(outcome)
+    assert domain == "agent" and "ann@example.com" not in json.dumps(messages)
+    assert "[REDACTED:EMAIL]" in messages[1]["content"] and report.redactions >= 1
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert outcome["latency_ms"] == 900.0 and outcome["user_feedback"] == "thumbs_up"
+    cost = json.loads(rows["langfuse-lf-trace-1"][3])["cost_usd"]
+    assert cost == 0.0021 and rows["langfuse-lf-trace-1"][:2] == ("geo-7", "math")
+
+
+def test_format_can_be_forced(tmp_path, wh, write_jsonl, langsmith_run) -> None:
+    write_jsonl(tmp_path / "runs.jsonl", [langsmith_run])
+    assert ingest(tmp_path, wh, options=IngestOptions(format="langsmith")).ingested == 1
+    write_jsonl(tmp_path / "runs.jsonl", [dict(langsmith_run, id="other", trace_id="other")])
+    report = ingest(tmp_path, wh, options=IngestOptions(format="otel"))
+    assert report.quarantined == 1
+    assert wh.execute("SELECT field FROM quarantine").fetchall() == [("resourceSpans",)]
