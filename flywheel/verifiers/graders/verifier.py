@@ -86,6 +86,12 @@ class GraderVerifier:
         own = f"-{spec_hash(self.spec)}" if self.spec is not None else ""
         return f"{VERSION}-{CODE_HASH}{own}"
 
+    def default_grader(self) -> Any:
+        """The grader of the verifier's own spec (TaskError when it has none)."""
+        if self.spec is None:
+            raise TaskError("this verifier has no spec of its own: each task carries its 'grader'")
+        return self._grader(self.spec)
+
     def _grader(self, spec: Any) -> Any:
         key = spec_hash(spec)
         with self._lock:

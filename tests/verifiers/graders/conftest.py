@@ -1,4 +1,5 @@
-"""A judge model served on 127.0.0.1 in the chat-completions shape, for the model graders' tests.
+"""Fixtures of the grader tests: a pip-installed graded task set (graded_faq_env: an RFT job's files as a
+flywheel plug-in), and a judge model served on 127.0.0.1 in the chat-completions shape, for the model graders' tests.
 
 It grades by a fixed rule on the rendered prompt: "ANSWER: x" equal to "REFERENCE: y" is correct. Model
 `gullible` also obeys words in the answer asking for the top score (a judge open to injection); `missing`
@@ -9,10 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+
+from flywheel.environments.registry import reload_environments
 
 
 def _reply(body: dict) -> tuple[int, str]:
@@ -67,3 +74,18 @@ def judge_server():
     server.shutdown()
     server.server_close()
     thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def graded_faq(tmp_path_factory):
+    """graded_faq_env pip-installed (offline, no deps) and discovered, as test_thirdparty installs its plug-in."""
+    target = tmp_path_factory.mktemp("site")
+    src = tmp_path_factory.mktemp("src") / "graded_faq_env"
+    shutil.copytree(Path(__file__).parent / "graded_faq_env", src)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "--target", str(target), str(src)], check=True, timeout=300)
+    sys.path.insert(0, str(target))
+    yield reload_environments()
+    sys.path.remove(str(target))
+    sys.modules.pop("graded_faq", None)
+    reload_environments()
