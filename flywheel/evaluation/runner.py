@@ -272,6 +272,8 @@ class Comparison:
     """Rolled-up families (two or more of an environment's domains) -> their domains."""
     family_diffs: dict[str, Estimate] = field(default_factory=dict)
     """The same paired difference per family, its domains' tasks pooled."""
+    alpha: float = 0.05
+    """1 - the confidence level of every interval above (the evaluation's `alpha`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"candidate": self.candidate, "baseline": self.baseline,
@@ -279,7 +281,7 @@ class Comparison:
                 "greedy_diffs": {d: e.to_dict() for d, e in self.greedy_diffs.items()},
                 "families": {f: list(ds) for f, ds in self.families.items()},
                 "family_diffs": {f: e.to_dict() for f, e in self.family_diffs.items()},
-                "regressions": list(self.regressions), "tolerance": self.tolerance}
+                "regressions": list(self.regressions), "tolerance": self.tolerance, "alpha": self.alpha}
 
 
 def _paired(candidate: dict[str, float], baseline: dict[str, float], cfg: EvalConfig) -> Estimate:
@@ -308,7 +310,7 @@ def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = REGR
     groups = family_groups(domains)
     fam_diffs = family_diffs(candidate, baseline, groups) if groups else {}
     return Comparison(candidate.model, baseline.model, diffs, regressions, tolerance, greedy,
-                      {f: tuple(ds) for f, ds in groups.items()}, fam_diffs)
+                      {f: tuple(ds) for f, ds in groups.items()}, fam_diffs, cfg.alpha)
 
 
 def report_from_dict(d: dict[str, Any]) -> EvalReport:

@@ -1,25 +1,35 @@
 """The promotion gate: a pre-declared statistical test of candidate against champion.
 
-Both models are scored on the same held-out tasks and compared task by task (paired). The
-candidate is promoted only when the paired confidence interval of the primary metric lies
-wholly above `margin` (a gain that sampling noise is unlikely to have produced), and every
-domain is shown non-inferior: its interval's lower bound is above `-non_inferiority`. Where an
-environment contributes many small domains (reasoning-gym's 20 tasks each), they are judged as their
-family, tasks pooled (`non_inferiority_by="family"`): twenty 20-task intervals are each about ±0.1
-wide, so one of them would fail by chance on most turns. A point
-estimate alone never promotes: on a few dozen tasks a +5-point "gain" is often luck.
-`benchmarks/bench_gate.py` measures what this rule promotes by chance and what it catches.
+Both models are scored on the same held-out tasks and compared task by task (paired). The rule, per
+*unit* (a domain; with `non_inferiority_by="family"` an environment's many small domains pooled as one
+family):
+
+- **a gain**: some unit's paired interval, Bonferroni-widened for the m units a gain could come from
+  (confidence 1 - alpha/m), lies wholly above `margin`. A real turn's gain is often carried by one
+  domain; pooling every task into one "overall" mean dilutes it by the unchanged ones, and testing
+  each unit at the plain 95 % would promote an unchanged model on ~7 % of turns with three units.
+- **no unit worse**: each unit's 95 % interval rules out a drop of `non_inferiority_scale / sqrt(n)`
+  (n: its paired tasks), kept within [`non_inferiority`, `non_inferiority_max`]: the drop its size can
+  resolve. A fixed margin fails an unchanged 24-task domain on a quarter of turns (its interval alone is
+  +-0.12 wide); one scaled to the size fails an unchanged unit on about 1 % of turns at any size.
+
+A point estimate alone never promotes. `benchmarks/bench_gate.py` measures, on simulated candidates
+with uneven per-task changes, what this rule promotes by chance, what it catches and how often an
+unchanged domain fails non-inferiority (`flywheel.registry.gate_sim`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from math import sqrt
+from statistics import NormalDist
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
 from flywheel.evaluation.metrics import Estimate
 from flywheel.evaluation.runner import Comparison
 
+PRIMARY_ANY = "any"
 PRIMARY_OVERALL = "overall"
 
 
@@ -27,22 +37,37 @@ PRIMARY_OVERALL = "overall"
 class GateConfig:
     """What the gate requires; declared before the evaluation runs and recorded on the model version."""
 
-    primary: str = option(PRIMARY_OVERALL, "Primary metric: pass@1 at the serving temperature, 'overall' "
-                                           "(all tasks pooled) or one domain.")
-    margin: float = option(0.0, "The primary's paired CI lower bound must be above this pass@1 gain.")
-    non_inferiority: float = option(0.10, "Every domain's paired CI lower bound must be above minus this "
-                                          "(the largest drop the gate tolerates not ruling out).")
-    non_inferiority_by: str = option("family", "What each non-inferiority check covers: family (math, code "
-                                               "and agent each alone; an environment with two or more domains "
-                                               "in the evaluation as one family, tasks pooled) | domain (every "
+    primary: str = option(PRIMARY_ANY, "Primary metric, pass@1 at the serving temperature: 'any' (the best "
+                                       "domain or family, its interval Bonferroni-widened for how many there "
+                                       "are), 'overall' (all tasks pooled), or one domain or family:NAME.")
+    margin: float = option(0.0, "The primary's paired CI lower bound must be above this pass@1 gain.",
+                           ge=-1.0, le=1.0)
+    non_inferiority: float = option(0.10, "Least non-inferiority margin: the smallest drop any domain must "
+                                          "rule out (a large domain's scaled margin is raised to this).",
+                                   ge=0.0, le=1.0)
+    non_inferiority_scale: float = option(1.25, "A domain (or family) of n paired tasks must rule out a drop "
+                                                 "of this / sqrt(n) pass@1, within [non_inferiority, "
+                                                 "non_inferiority_max]: 0.25 at 24 tasks, 0.16 at 60; 0: the "
+                                                 "fixed margin non_inferiority at every size.", ge=0.0)
+    non_inferiority_max: float = option(0.25, "Largest non-inferiority margin, however few the tasks.",
+                                        ge=0.0, le=1.0)
+    non_inferiority_by: str = option("family", "What each check covers: family (math, code and agent each "
+                                               "alone; an environment with two or more domains in the "
+                                               "evaluation as one family, tasks pooled) | domain (every "
                                                "domain alone).", choices=("family", "domain"))
 
     def __post_init__(self) -> None:
         if not self.primary:
-            raise ValueError("GateConfig.primary must name 'overall' or a domain")
+            raise ValueError("GateConfig.primary must name 'any', 'overall', a domain or family:NAME")
         check_choices(self)
-        if self.non_inferiority < 0:
-            raise ValueError(f"GateConfig.non_inferiority must be >= 0, got {self.non_inferiority}")
+        if self.non_inferiority_max < self.non_inferiority:
+            raise ValueError(f"GateConfig.non_inferiority_max ({self.non_inferiority_max}) must be >= "
+                             f"non_inferiority ({self.non_inferiority})")
+
+    def ni_margin(self, n: int) -> float:
+        """The drop a unit of `n` paired tasks must rule out."""
+        scaled = self.non_inferiority_scale / sqrt(max(n, 1))
+        return min(self.non_inferiority_max, max(self.non_inferiority, scaled))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,8 +96,8 @@ def _ci(e: Estimate) -> str:
 
 
 def non_inferiority_units(comparison: Comparison, gate: GateConfig) -> dict[str, Estimate]:
-    """What each non-inferiority check judges: domains, with rolled-up families in place of their domains
-    when `non_inferiority_by` is family."""
+    """The units the gate judges: domains, with rolled-up families in place of their domains when
+    `non_inferiority_by` is family."""
     units = {d: e for d, e in comparison.diffs.items() if d != PRIMARY_OVERALL}
     if gate.non_inferiority_by == "family":
         for fam, doms in comparison.families.items():
@@ -84,39 +109,61 @@ def non_inferiority_units(comparison: Comparison, gate: GateConfig) -> dict[str,
 
 
 def _failing(units: dict[str, Estimate], gate: GateConfig) -> tuple[str, ...]:
-    return tuple(u for u, e in units.items() if e.n and not e.lo > -gate.non_inferiority)
+    return tuple(u for u, e in units.items() if e.n and not e.lo > -gate.ni_margin(e.n))
 
 
 def not_non_inferior(comparison: Comparison, gate: GateConfig) -> tuple[str, ...]:
-    """Domains (or families) whose drop beyond the non-inferiority margin the evaluation cannot rule out."""
+    """Domains (or families) whose drop beyond their non-inferiority margin the evaluation cannot rule out."""
     return _failing(non_inferiority_units(comparison, gate), gate)
+
+
+def widened_lo(e: Estimate, m: int, alpha: float) -> float:
+    """The lower bound of `e`'s (1 - alpha) interval widened to confidence 1 - alpha/m (Bonferroni over m
+    tests), scaling its lower half by the normal quantiles: the bootstrap interval of a mean over tasks."""
+    if m <= 1:
+        return e.lo
+    z = NormalDist().inv_cdf
+    return e.value - (e.value - e.lo) * z(1 - alpha / (2 * m)) / z(1 - alpha / 2)
+
+
+def primaries(comparison: Comparison, gate: GateConfig, units: dict[str, Estimate]) -> dict[str, Estimate]:
+    """What a gain may be shown on: every unit ('any'), or the one pre-declared metric."""
+    if gate.primary == PRIMARY_ANY:
+        return {u: e for u, e in units.items() if e.n}
+    found = {**comparison.diffs, **{f"family:{f}": e for f, e in comparison.family_diffs.items()}}
+    if gate.primary not in found:
+        raise ValueError(f"gate primary {gate.primary!r} is not in the evaluation; it has "
+                         f"{sorted(found)} (or 'any')")
+    return {gate.primary: found[gate.primary]}
 
 
 def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
     """The gate as a pure function of a paired comparison: (promote?, reason)."""
     if comparison is None:
         return True, "no champion yet: the first candidate becomes champion"
-    if gate.primary not in comparison.diffs:
-        raise ValueError(f"gate primary {gate.primary!r} is not in the evaluation; "
-                         f"it has {sorted(comparison.diffs)}")
     units = non_inferiority_units(comparison, gate)
+    tested = primaries(comparison, gate, units)
     failing = _failing(units, gate)
     if failing:
-        worst = min(failing, key=lambda d: units[d].lo)
+        worst = min(failing, key=lambda d: units[d].lo + gate.ni_margin(units[d].n))
         e = units[worst]
         what = f"regressed by {-e.value:.3f} pass@1" if e.value < 0 else "was not shown non-inferior"
-        return False, (f"kept {comparison.baseline}: {worst} {what} ({_ci(e)}; non-inferiority needs the lower "
-                       f"bound above {-gate.non_inferiority:+.3f}; failing: {', '.join(failing)})")
-    primary = comparison.diffs[gate.primary]
-    if not primary.n:
+        return False, (f"kept {comparison.baseline}: {worst} {what} ({_ci(e)} over {e.n} tasks; non-inferiority "
+                       f"needs the lower bound above {-gate.ni_margin(e.n):+.3f}; failing: {', '.join(failing)})")
+    if not tested:
         return False, f"kept {comparison.baseline}: no shared tasks to compare on"
-    if not primary.lo > gate.margin:
-        noise = "indistinguishable from noise" if primary.lo <= 0 <= primary.hi else "below the margin"
-        return False, (f"kept {comparison.baseline}: {gate.primary} pass@1 change {_ci(primary)} over "
-                       f"{primary.n} paired tasks is {noise}: its lower bound does not beat the margin "
-                       f"{gate.margin:.3f}")
+    m = len(tested)
+    lows = {u: widened_lo(e, m, comparison.alpha) for u, e in tested.items()}
+    best = max(lows, key=lambda u: lows[u])
+    e, lo = tested[best], lows[best]
+    level = f"; at {1 - comparison.alpha / m:.1%} for {m} domains the lower bound is {lo:+.3f}" if m > 1 else ""
+    if not lo > gate.margin:
+        noise = "indistinguishable from noise" if lo <= 0 else "below the margin"
+        best_of = "the best domain, " if m > 1 else ""
+        return False, (f"kept {comparison.baseline}: {best_of}{best} pass@1 change {_ci(e)} over {e.n} paired "
+                       f"tasks{level}, is {noise}: it does not beat the margin {gate.margin:.3f}")
     fams = [u for u in units if u.startswith("family:")]
     every = "every domain" + (f" ({', '.join(fams)} pooled)" if fams else "")
-    return True, (f"promoted {comparison.candidate}: {gate.primary} pass@1 {_ci(primary)} over {primary.n} "
-                  f"paired tasks, lower bound above the margin {gate.margin:.3f}; {every} non-inferior "
-                  f"within {gate.non_inferiority:.3f}")
+    return True, (f"promoted {comparison.candidate}: {best} pass@1 {_ci(e)} over {e.n} paired tasks{level}, "
+                  f"above the margin {gate.margin:.3f}; {every} non-inferior within its margin "
+                  f"({', '.join(f'{u} {gate.ni_margin(units[u].n):.2f}' for u in units)})")

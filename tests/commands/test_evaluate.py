@@ -32,7 +32,7 @@ def test_evaluate_tasks_domain_count_pairs(tmp_path, capsys):
 
     args = build_parser().parse_args(["evaluate", "m", "--tasks", "math:5, code:3"])
     assert args.tasks_per_domain == {"math": 5, "code": 3}
-    assert build_parser().parse_args(["evaluate", "m"]).tasks_per_domain == {"math": 200, "code": 60, "agent": 60}
+    assert build_parser().parse_args(["evaluate", "m"]).tasks_per_domain == {"math": 300, "code": 60, "agent": 60}
     for bad, why in [("math:5,code:x", "'code:x': expected an integer >= 0, got 'x'"),
                      ("math", "'math' is not DOMAIN:COUNT (e.g. math:5,code:3)"),
                      ("math:-1", "'math:-1': expected an integer >= 0"),

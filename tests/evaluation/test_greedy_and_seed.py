@@ -15,9 +15,9 @@ CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 4, "code": 2, "agent": 2
 
 
 def test_defaults_are_the_powered_design():
-    """What benchmarks/bench_gate.py found the gate needs: 200/60/60 tasks x 8 at the serving temperature, greedy."""
+    """What benchmarks/bench_gate.py found the gate needs: 300/60/60 tasks x 8 at the serving temperature, greedy."""
     cfg = EvalConfig()
-    assert dict(cfg.tasks_per_domain) == {"math": 200, "code": 60, "agent": 60}
+    assert dict(cfg.tasks_per_domain) == {"math": 300, "code": 60, "agent": 60}
     assert (cfg.n_samples, cfg.temperature, cfg.greedy, cfg.derive_seed) == (8, 0.7, True, True)
 
 

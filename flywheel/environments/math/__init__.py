@@ -27,7 +27,7 @@ class MathEnvironment(SuiteEnvironment):
     production = PROFILE
     task_fields = ("prompt", "answer")
     levels_ = (1, 2, 3)
-    heldout_tasks = 200
+    heldout_tasks = 300
 
     def suite(self, n: int, seed: int, level: int | None, keep: Callable[[Task], bool]) -> list[Task]:
         from flywheel.environments.math.tasks import math_suite
