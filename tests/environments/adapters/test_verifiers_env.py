@@ -11,7 +11,7 @@ import pytest
 from flywheel.cli import main
 from flywheel.environments.base import validate
 from flywheel.tasks.suites import domain_suite
-from flywheel.verifiers.batch import score_batch
+from flywheel.verifiers.batch import score, score_batch
 from flywheel.verifiers.registry import VerifierRegistry
 
 
@@ -66,11 +66,21 @@ def test_trains_and_evaluates_on_it(installed, tiny_model_dir, flywheel_home, se
     seed_mlflow_db(flywheel_home)
     cfg = TrainConfig(stage="rl", steps=1, prompts_per_step=2, group_size=2, max_new_tokens=16, dev_every=0,
                       domain_weights={"vf.arith": 1.0}, replay_tasks_per_domain=0, checkpoint_every=0)
+    judged: list = []
+    reg = VerifierRegistry(environments=installed)  # the process-wide one predates this module's install
+
+    def score_fn(domain, task, response):
+        judged.append(score(domain, task, response, registry=reg))
+        return judged[-1]
+
     res = train_policy(cfg, tiny_model_dir, "tiny-quick", paths=flywheel_home,
-                       tasks=domain_suite("vf.arith", 4, seed=0))
+                       tasks=domain_suite("vf.arith", 4, seed=0), score_fn=score_fn)
     assert res.finished and res.steps_done == 1 and (res.policy_dir / "config.json").exists()
     assert set(d for d, _, _ in res.task_counts.values()) == {"vf.arith"}
+    assert len(judged) >= 4 and not any("error" in v.details for v in judged)  # judged by its rubric
+    before = len(judged)
     ecfg = EvalConfig(n_samples=1, tasks_per_domain={"vf.arith": 2}, n_boot=50, max_new_tokens=16)
-    rep = evaluate(engine_generator(build_engine("torch", str(res.policy_dir))), ecfg, model="tiny-vf")
+    rep = evaluate(engine_generator(build_engine("torch", str(res.policy_dir))), ecfg, model="tiny-vf", score=score_fn)
     assert len(rep.tasks) == 2 and {t.domain for t in rep.tasks} == {"vf.arith"}
     assert 0.0 <= rep.metrics["vf.arith"]["pass@1"].value <= 1.0
+    assert len(judged) > before and not any("error" in v.details for v in judged)

@@ -11,7 +11,7 @@ import pytest
 from flywheel.cli import main
 from flywheel.environments.base import validate
 from flywheel.tasks.suites import domain_suite
-from flywheel.verifiers.batch import score_batch
+from flywheel.verifiers.batch import score, score_batch
 from flywheel.verifiers.graders.environment import GradedEnvironment, derived_gold
 from flywheel.verifiers.registry import VerifierRegistry
 
@@ -61,7 +61,9 @@ def test_the_grader_drives_an_rft_turn(graded_faq, tiny_model_dir, flywheel_home
                     include_logs=True)
     cfg = TrainConfig(stage="rft", steps=1, prompts_per_step=2, group_size=2, max_new_tokens=16, dev_every=0,
                       domain_weights={"faq": 1.0}, replay_tasks_per_domain=0, checkpoint_every=0)
-    res = train_policy(cfg, tiny_model_dir, "tiny-quick", paths=flywheel_home, tasks=tasks, rft=rft)
+    reg = VerifierRegistry(environments=graded_faq)  # the process-wide one predates this test's install
+    res = train_policy(cfg, tiny_model_dir, "tiny-quick", paths=flywheel_home, tasks=tasks, rft=rft,
+                       score_fn=lambda d, t, r: score(d, t, r, registry=reg))
     assert res.finished and res.steps_done == 2 and res.sources["rft/log_passed"] >= 6
     assert all(d == "faq" for d, _, _ in res.task_counts.values())
 
