@@ -27,7 +27,8 @@ def _attr(key, value):
 
 
 def _span(span_id, name, start_ms, end_ms, attrs, parent=None, trace="5b8efff798038103d269b633813fc60c", **kw):
-    return {"traceId": trace, "spanId": span_id, "parentSpanId": parent or "", "name": name, "kind": 3,
+    sid = {"a1": "51a0e2c3d4b5a601", "c1": "51a0e2c3d4b5a602", "t1": "51a0e2c3d4b5a603", "c2": "51a0e2c3d4b5a604"}
+    return {"traceId": trace, "spanId": sid[span_id], "parentSpanId": sid.get(parent, ""), "name": name, "kind": 3,
             "startTimeUnixNano": str(T0 + start_ms * 1_000_000), "endTimeUnixNano": str(T0 + end_ms * 1_000_000),
             "attributes": [_attr(k, v) for k, v in attrs.items()], "status": {}, **kw}
 

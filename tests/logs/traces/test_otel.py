@@ -72,3 +72,33 @@ def test_an_error_span_is_the_outcome(otel_export) -> None:
     out = canonical(otel_export)["outcome"]
     assert out["status"] == "error" and out["error"] == "tool timed out"
     assert json.dumps(out)  # plain JSON
+
+
+def _ids(export: dict, fn) -> dict:
+    out = copy.deepcopy(export)
+    for rs in out["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                for k in ("traceId", "spanId", "parentSpanId"):
+                    if s.get(k):
+                        s[k] = fn(s[k])
+    return out
+
+
+def test_the_fixture_is_what_opentelemetry_proto_writes(otel_export) -> None:
+    """Round-trip through the real OTLP message (opentelemetry-proto): the proto3 JSON it writes (enum names,
+    int64 as text, ids as hex per OTLP/JSON) converts to the same record, error status included."""
+    pytest.importorskip("opentelemetry.proto")
+    import base64
+
+    from google.protobuf.json_format import MessageToDict, ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    otel_export["resourceSpans"][0]["scopeSpans"][0]["spans"][2]["status"] = {"code": 2, "message": "slow tool"}
+    msg = ParseDict(_ids(otel_export, lambda h: base64.b64encode(bytes.fromhex(h)).decode()),
+                    ExportTraceServiceRequest())
+    written = _ids(MessageToDict(msg), lambda b: base64.b64decode(b).hex())
+    spans = written["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert spans[2]["status"]["code"] == "STATUS_CODE_ERROR" and spans[1]["kind"] == "SPAN_KIND_CLIENT"
+    assert canonical(written) == canonical(otel_export)
+    assert canonical(written)["outcome"]["error"] == "slow tool"
