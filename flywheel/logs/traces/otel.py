@@ -127,8 +127,9 @@ def convert(rec: dict[str, Any]) -> dict[str, Any]:
         starts.append((start, span["startTimeUnixNano"]))
         if span.get("endTimeUnixNano") is not None:
             ends.append(iso_time(span["endTimeUnixNano"], f"{where}.endTimeUnixNano")[1])
-        if (span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR"):
-            errors.append((span.get("status") or {}).get("message") or span.get("name") or "error")
+        status = span.get("status") or {}
+        if isinstance(status, dict) and any(v in (2, "STATUS_CODE_ERROR") for v in status.values()):  # code ERROR
+            errors.append(status.get("message") or span.get("name") or "error")
         for ev in span.get("events") or []:
             if isinstance(ev, dict) and ev.get("name") == "gen_ai.evaluation.result":
                 ea = attributes(ev.get("attributes") or [], f"{where}.events")
