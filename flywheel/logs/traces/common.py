@@ -102,11 +102,13 @@ def conversation(steps: list[Step], where: str) -> list[dict[str, Any]]:
 
 def feedback(scores: dict[str, float]) -> dict[str, Any]:
     """`outcome` fields from a trace's named scores: all of them under `scores`, the user's thumbs as
-    `user_feedback`."""
+    `user_feedback` and as `passed` (the user accepting the answer is production's own judgement, which mining
+    counts; a trace without feedback stays unjudged)."""
     out: dict[str, Any] = {"scores": scores} if scores else {}
     for k in FEEDBACK_KEYS:
         if k in scores:
             out["user_feedback"] = "thumbs_up" if scores[k] >= 0.5 else "thumbs_down"
+            out["passed"] = scores[k] >= 0.5
             break
     return out
 

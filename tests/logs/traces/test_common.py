@@ -1,6 +1,6 @@
 """A folder mixing OTLP JSON, a Langfuse export, LangSmith runs and today's formats ingests with conservation
 (every record ingested or quarantined with a reason naming the field), redaction, and each trace one task log
-whose messages, outcome, cost and latency mining reads; the conversation assembler keeps tool calls in order."""
+whose messages, outcome, cost and latency are kept, and whose user feedback mining counts; the conversation assembler keeps tool calls in order."""
 
 from __future__ import annotations
 
@@ -54,6 +54,12 @@ def test_mixed_folder_ingests_with_conservation_and_redaction(tmp_path, wh, rec,
     assert outcome["latency_ms"] == 900.0 and outcome["user_feedback"] == "thumbs_up"
     cost = json.loads(rows["langfuse-lf-trace-1"][3])["cost_usd"]
     assert cost == 0.0021 and rows["langfuse-lf-trace-1"][:2] == ("geo-7", "math")
+    from flywheel.mining.failures import mine_failures
+
+    mined = mine_failures(wh)  # the user's thumbs are production's judgement: the thumbs-down traces are failures
+    failing = {r[0] for r in wh.execute("SELECT id FROM failure_cases").fetchall()}
+    assert {"langfuse-lf-trace-1", "langfuse-lf-trace-2"} <= failing and "otel-conv-42" not in failing
+    assert mined.failures == len(failing) and mined.passes >= 2
 
 
 def test_format_can_be_forced(tmp_path, wh, write_jsonl, langsmith_run) -> None:

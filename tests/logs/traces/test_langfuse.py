@@ -20,7 +20,8 @@ def test_trace_becomes_one_record(langfuse_trace) -> None:
     assert rec["messages"][-1]["content"] == "Answer: 42"
     assert (rec["task_id"], rec["domain"], rec["model"]) == ("geo-7", "math", "gpt-4o-mini")
     assert rec["outcome"] == {"latency_ms": 1250.0, "prompt_tokens": 42, "completion_tokens": 8, "cost_usd": 0.0021,
-                              "scores": {"user_feedback": 0.0, "correct": 1.0}, "user_feedback": "thumbs_down"}
+                              "scores": {"user_feedback": 0.0, "correct": 1.0}, "user_feedback": "thumbs_down",
+                              "passed": False}
     assert rec["sessionId"] == "s-9" and rec["trace_format"] == "langfuse"
 
 

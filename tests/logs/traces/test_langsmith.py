@@ -21,7 +21,7 @@ def test_run_tree_becomes_one_record(langsmith_run) -> None:
     assert (rec["task_id"], rec["model"], rec["id"]) == ("geo-1", "gpt-4o", "langsmith-8f0b-root")
     assert rec["outcome"] == {"latency_ms": 2500.0, "prompt_tokens": 65, "completion_tokens": 10,
                               "cost_usd": pytest.approx(0.001), "scores": {"user_score": 1.0, "correctness": 0.5},
-                              "user_feedback": "thumbs_up"}
+                              "user_feedback": "thumbs_up", "passed": True}
 
 
 def test_openai_wrapped_runs_and_errors(langsmith_run) -> None:

@@ -24,7 +24,8 @@ def test_agent_trace_becomes_one_record(otel_export) -> None:
     assert rec["model"] == "gpt-4o-2024" and rec["domain"] == "agent" and rec["task_id"] == "conv-42"
     assert rec["timestamp"] == "2025-12-05T16:00:00Z" and rec["otel_trace_id"].startswith("5b8e")
     assert rec["outcome"] == {"latency_ms": 900.0, "prompt_tokens": 60, "completion_tokens": 16,
-                              "finish_reason": "stop", "scores": {"user_feedback": 1.0}, "user_feedback": "thumbs_up"}
+                              "finish_reason": "stop", "scores": {"user_feedback": 1.0}, "user_feedback": "thumbs_up",
+                              "passed": True}
 
 
 def test_calls_without_history_and_a_tool_span_missing_from_messages(otel_export) -> None:
