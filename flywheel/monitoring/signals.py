@@ -63,24 +63,17 @@ def entropy_collapse(history: Sequence[Mapping[str, float]], th: AlertThresholds
                   + ("is healthy" if ok else f"is below {th.min_entropy}: the policy collapsed"), tuple(ent))
 
 
-def reward_stds(history: Sequence[Mapping[str, float]]) -> list[float]:
-    """Reward std per step: the trainer's `reward/std`, else (RFT: pass/fail rewards) sqrt(p(1-p)) of its
-    pass share (`reward/mean` in its TrainResult, `pass_rate` in its MLflow run)."""
-    stds = metric_series(history, "reward/std")
-    if stds:
-        return stds
-    shares = metric_series(history, "reward/mean") or metric_series(history, "pass_rate")
-    return [math.sqrt(max(0.0, p * (1 - p))) for p in shares if 0 <= p <= 1]
-
-
 def reward_collapse(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
-    """Rewards that no longer vary over the last steps: every sample scored alike, no learning signal."""
-    stds = reward_stds(history)
+    """GRPO's rewards no longer vary over the last steps: every sample of a group scored alike, so its
+    group-normalized advantages are zero. RFT learns from passing samples alone (an all-pass or no-pass
+    share is not a variance problem), so a run without `reward/std` has nothing to judge here."""
+    stds = metric_series(history, "reward/std")
     v = _tail(stds, th.window)
     if v is None:
-        return Signal("reward_collapse", True, ERROR, None, th.min_reward_std, "no reward recorded: nothing to judge")
+        return Signal("reward_collapse", True, ERROR, None, th.min_reward_std,
+                      "no reward std recorded (an RFT stage): nothing to judge")
     ok = v >= th.min_reward_std
-    means = metric_series(history, "reward/mean") or metric_series(history, "pass_rate")
+    means = metric_series(history, "reward/mean")
     return Signal("reward_collapse", ok, ERROR, round(v, 6), th.min_reward_std,
                   f"reward std {v:.4f} over the last steps (mean reward {means[-1] if means else float('nan'):.3f}) "
                   + ("varies" if ok else "is flat: every sample scored alike, nothing to learn from"), tuple(stds))

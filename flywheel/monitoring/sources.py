@@ -15,7 +15,7 @@ from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.monitoring.sequential import LiveCounts
 
 TRAINING_KEYS = ("reward/mean", "reward/std", "pass_rate", "entropy", "groups/dropped_share")
-"""The trainer's metric names the training signals read (an RFT run logs `pass_rate` once, at its end)."""
+"""The trainer's metric names the training signals read."""
 
 
 def run_history(tracking_uri: str, run_id: str, keys: Sequence[str] = TRAINING_KEYS) -> list[dict[str, float]]:
