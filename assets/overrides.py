@@ -148,6 +148,13 @@ def _one_line(e: Exception) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
+def _refused(owner: str, values: dict[str, Any], e: Exception) -> TurnConfigError:
+    """One line naming the override at fault (the first one the error names; all of them otherwise)."""
+    why = _one_line(e)
+    named = [k for k in values if re.search(rf"\b{re.escape(k)}\b", why)]
+    return TurnConfigError(f"--set {', '.join(f'{owner}.{k}' for k in (named[:1] or values))}: {why}")
+
+
 def asset_config_class(job: dg.JobDefinition, asset: str) -> type[dg.Config] | None:
     """The `dg.Config` class the asset's function takes as `config` (None for an asset without one)."""
     fn = getattr(job.graph.node_named(asset).definition.compute_fn, "decorated_fn", None)
@@ -173,9 +180,7 @@ def check_values(asset: str, values: dict[str, Any], job: dg.JobDefinition) -> N
             for prefix in cfg.nested_specs:
                 cfg.nested_lib(prefix)
     except (pydantic.ValidationError, ValueError, TypeError) as e:
-        why = _one_line(e)
-        named = [k for k in values if re.search(rf"\b{re.escape(k)}\b", why)]  # the override at fault, if named
-        raise TurnConfigError(f"--set {', '.join(f'{asset}.{k}' for k in (named[:1] or values))}: {why}") from None
+        raise _refused(asset, values, e) from None
 
 
 def check_resource_values(key: str, values: dict[str, Any], defs: dg.Definitions) -> None:
@@ -185,6 +190,4 @@ def check_resource_values(key: str, values: dict[str, Any], defs: dg.Definitions
     try:
         type(res)(**{**kept, **values})
     except (pydantic.ValidationError, ValueError, TypeError) as e:
-        why = _one_line(e)
-        named = [k for k in values if re.search(rf"\b{re.escape(k)}\b", why)]
-        raise TurnConfigError(f"--set {', '.join(f'{key}.{k}' for k in (named[:1] or values))}: {why}") from None
+        raise _refused(key, values, e) from None

@@ -4,31 +4,17 @@ naming the flag, before any work starts."""
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from typing import Any
 
+from flywheel.config_fields import Range
+from flywheel.config_fields import bounded as field_bounded
+
 
 def bounded(kind: type, lo: float | None = None, hi: float | None = None, *, above: bool = False) -> Callable[[str], Any]:
-    """An argparse type reading `kind` (int or float) in [lo, hi] (`above`: strictly more than `lo`)."""
-    what = "an integer" if kind is int else "a number"
-    rng = " ".join(filter(None, [f"{'>' if above else '>='} {lo}" if lo is not None else "",
-                                 "and" if lo is not None and hi is not None else "",
-                                 f"<= {hi}" if hi is not None else ""]))
-
-    def parse(text: str) -> Any:
-        try:
-            x = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}{' ' + rng if rng else ''}, got {text!r}") from None
-        if isinstance(x, float) and not math.isfinite(x):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-        if (lo is not None and (x <= lo if above else x < lo)) or (hi is not None and x > hi):
-            raise argparse.ArgumentTypeError(f"expected {what} {rng}, got {text!r}")
-        return x
-
-    parse.__name__ = kind.__name__  # argparse names the type in its own messages
-    return parse
+    """An argparse type reading `kind` (int or float) in [lo, hi] (`above`: strictly more than `lo`): the
+    config fields' reader (`flywheel.config_fields.bounded`) for a flag that is not a config field."""
+    return field_bounded(kind, Range(low=lo, high=hi, strict_low=above))
 
 
 count = bounded(int, 0)
