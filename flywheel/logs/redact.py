@@ -16,10 +16,10 @@ The Python path sees decoded text: JSON nested in a string is parsed and walked,
 escapes left in a string are decoded before matching. Plain-text fields (`id`, `task_id`, `domain`,
 `model`, quarantined `raw`) go through `redact_key` / `redact_raw`.
 
-What is NOT caught: secrets with no recognizable shape (plain passwords, a bare 40-character AWS
-secret with no name or key id beside it), phone numbers written without separators or `+`
-(deliberately: bare digit runs are everywhere in math logs), card numbers written as a bare digit run
-with no card word before them, names and postal addresses.
+What is NOT caught: secrets with no recognizable shape (plain passwords), phone numbers written
+without separators or `+` (deliberately: bare digit runs are everywhere in math logs), names and postal
+addresses. A bare 40-character AWS secret is caught only when it looks random (`aws_secret`), and a bare
+card number only with a network's prefix and length and a valid Luhn digit (`bare_card_number`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from flywheel.logs.redact_patterns import ESCAPED_ANCHOR, ESCAPED_ASCII, PATTERN
 __all__ = ["KINDS", "PATTERNS", "RedactionPattern", "prefilter_regex", "redact_json_text", "redact_key",
            "redact_raw", "redact_text", "redact_value"]
 
-KINDS: tuple[str, ...] = tuple(p.kind for p in PATTERNS)
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(p.kind for p in PATTERNS))  # a kind may have two patterns
 KEY_COLUMNS = ("id", "task_id", "domain", "model")
 """The plain string fields redacted before keys are computed (`redact_key`)."""
 
@@ -85,7 +85,11 @@ def _sub(p: RedactionPattern, rx: re.Pattern[str], repl: str, text: str) -> tupl
         n += 1
         s, e = m.start(g) - m.start(), m.end(g) - m.start()
         return m.group(0)[:s] + p.placeholder + m.group(0)[e:]
-    return rx.sub(one, text), n
+    before = -1
+    while n != before:  # a match consumes its right edge: a finding right after a replaced one is found next pass
+        before = n
+        text = rx.sub(one, text)
+    return text, n
 
 
 def _apply(text: str, column: str) -> tuple[str, dict[str, int]]:

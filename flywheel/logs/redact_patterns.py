@@ -9,6 +9,7 @@ their candidate regex matches is redacted by the Python path (`redact.ROUTE_TO_P
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,12 +46,52 @@ def card_number(text: str) -> bool:
     return len(seps) <= 1 and 13 <= len(digits) <= 19 and luhn(digits)
 
 
+_ISSUER_LENGTHS = (  # (first digits, lengths) of the networks' numbers; a bare run must fit one of them
+    (("4",), (13, 16, 19)),  # Visa
+    (tuple(str(n) for n in range(51, 56)) + tuple(str(n) for n in range(2221, 2721)), (16,)),  # Mastercard
+    (("34", "37"), (15,)),  # American Express
+    (("300", "301", "302", "303", "304", "305", "36", "38", "39"), (14, 16, 19)),  # Diners Club
+    (tuple(str(n) for n in range(3528, 3590)), (16, 17, 18, 19)),  # JCB
+    (("6011", "65") + tuple(str(n) for n in range(644, 650)), (16, 19)),  # Discover
+    (("62", "81"), (16, 17, 18, 19)),  # UnionPay
+    (("2200", "2201", "2202", "2203", "2204"), (16, 17, 18, 19)),  # Mir
+    (("50", "56", "57", "58", "6"), (12, 13, 14, 15, 16, 17, 18, 19)),  # Maestro, RuPay and other 6-series
+)
+
+
+def bare_card_number(digits: str) -> bool:
+    """A payment card number written as a bare digit run with no card word: Luhn-valid AND it starts with
+    a card network's issuer prefix at one of that network's lengths. Order ids, timestamps (a leading 1),
+    snowflake ids and most large numbers fail one of the two (a random 13-19 digit run passes both ~2% of the time)."""
+    if not (13 <= len(digits) <= 19 and digits.isdigit() and luhn(digits)):
+        return False
+    return any(len(digits) in lengths and digits.startswith(prefixes) for prefixes, lengths in _ISSUER_LENGTHS)
+
+
+def aws_secret(text: str) -> bool:
+    """A lone 40-character run that looks like an AWS secret access key: upper and lower case letters and
+    a digit (a git SHA is hex, a constant all capitals), at least 20 distinct characters (a random key has
+    ~30), and few lowercase words (letters in lowercase runs of 3+ at most 20: a random key has ~6, a
+    camelCase identifier of 40 characters ~30)."""
+    return (len(text) == 40 and any(c.isupper() for c in text) and any(c.islower() for c in text)
+            and any(c.isdigit() for c in text) and len(set(text)) >= 20
+            and sum(len(r) for r in _LOWER_WORD.findall(text)) <= 20)
+
+
+_LOWER_WORD = re.compile(r"[a-z]{3,}")
+
+
 _SEP = r"(\\[nrt]|\\u00[01][0-9A-Fa-f]|[^A-Za-z0-9\\]|^)"  # a key must not be glued to a word ("task-..."); `\n`, `\u000a` in JSON text count as a break
 _SEP_ = r"(\\[nrt]|\\u00[01][0-9A-Fa-f]|[^A-Za-z0-9_\\]|^)"  # the same, and not after `_` (keys whose prefix is a word: hf_, xox, ...)
 _NUM_EDGE = r"(\\[nrt]|\\u00[01][0-9A-Fa-f]|[^0-9A-Za-z\\.+-]|^)"  # a number's left edge: not inside a word, version, sum or range
 _U = "À-ÖØ-öø-ÿĀ-ɏͰ-ϿЀ-ӿ԰-֏א-ת؀-ۿऀ-ॿก-๛぀-ヿ一-鿿가-힯"
 """Letters of the major non-Latin-1 scripts, for internationalised e-mail addresses (RE2's `\\w` is ASCII)."""
 _B64 = "A-Za-z0-9/+"
+
+_BARE_CARD = _NUM_EDGE + r"([0-9]{13,19})\b"
+"""A bare digit run, Python-checked (`bare_card_number`): Luhn and a network's prefix and length."""
+_LONE_AWS_SECRET = r"(\\[nrt]|[^A-Za-z0-9/+=\\]|^)([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"
+"""A lone 40-character base64 run (not part of a longer run or of padded base64), Python-checked (`aws_secret`)."""
 
 _PHONE = (
     _NUM_EDGE + "(?:"
@@ -115,6 +156,10 @@ PATTERNS: tuple[RedactionPattern, ...] = (
         "[REDACTED:EMAIL]", _EMAIL_PRE),
     RedactionPattern("CREDIT_CARD", _CARD, "[REDACTED:CREDIT_CARD]",
                      r"[0-9]{4}[ -][0-9]{4,6}[ -][0-9]{4}|[0-9]{13}", check=card_number),
+    # What the named forms above left: a bare card number (network prefix + length + Luhn) and a lone
+    # AWS secret key (mixed case, digits, no words). Both Python-checked, so the rows go to Python.
+    RedactionPattern("CREDIT_CARD", _BARE_CARD, "[REDACTED:CREDIT_CARD]", r"[0-9]{13}", check=bare_card_number),
+    RedactionPattern("AWS_SECRET", _LONE_AWS_SECRET, "[REDACTED:AWS_SECRET]", r"[A-Za-z0-9/+]{40}", check=aws_secret),
     RedactionPattern("PHONE", _PHONE, r"\1[REDACTED:PHONE]", _PHONE_PRE),
 )
 """Applied in this order. Add a pattern here and the prefilter, the fast path and the Python path pick it up."""

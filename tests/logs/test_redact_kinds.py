@@ -225,3 +225,49 @@ def test_object_keys_are_redacted_and_stay_distinct():
     value = json.loads(out)
     assert len(value) == 3 and "@" not in out and "7946" not in out
     assert R.redact_json_text(doc)[0] == out  # the same key every time: re-ingest stays a duplicate
+
+
+LONE = [  # (text, kind): secrets with no name or card word beside them (they survived until 2026-12-05)
+    (f"here it is: {AWS_SECRET} thanks", "AWS_SECRET"), (f'{{"k": "{AWS_SECRET}"}}', "AWS_SECRET"),
+    (f"a\n{AWS_SECRET}\nb", "AWS_SECRET"), ("pay with 4111111111111111 please", "CREDIT_CARD"),
+    ("amex 378282246310005", "CREDIT_CARD"), ("my number is 5555555555554444.", "CREDIT_CARD"),
+    ("ref=6011111111111117", "CREDIT_CARD"),
+]
+NOT_SECRETS = [  # bare digit runs and 40-character runs that are not secrets
+    "order 1733312345678901 shipped", "order #7391048263519402", "id 100000000000000000", "20! = 2432902008176640000",
+    "4^26 = 4503599627370496", "snowflake 1541815603606036480", "commit 3f2a9c1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f90",
+    "ThisIsAVeryLongCamelCaseIdentifierName12", "getUserAccountSettingsForOrganization2v1",
+    "CONSTANT_VALUE_NUMBER_ONE_TWO_THREE_FOUR", "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
+    "the sum 4111111111111112 fails Luhn",
+]
+
+
+@pytest.mark.parametrize(("text", "kind"), LONE)
+def test_lone_aws_secret_and_bare_card_are_redacted_in_both_paths(text, kind):
+    out, counts = R.redact_text(text)
+    assert counts == {kind: 1} and f"[REDACTED:{kind}]" in out, (out, counts)
+    doc = json.dumps([{"content": text}])
+    assert pc.match_substring_regex(pa.array([doc]), R.prefilter_regex("messages"))[0].as_py()
+    fast, routed = _fast(doc)
+    assert routed  # a checked kind: the row goes to Python, which redacts it
+    assert R.redact_json_text(doc)[1] == {kind: 1}
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_order_ids_hashes_and_identifiers_are_not_secrets(text):
+    assert R.redact_text(text) == (text, {})
+    assert R.redact_key(text, "id") == (text, {})
+
+
+def test_two_lone_findings_side_by_side_are_both_redacted():
+    out, counts = R.redact_text(f"{AWS_SECRET} {AWS_SECRET} 4111111111111111 4012888888881881")
+    assert counts == {"AWS_SECRET": 2, "CREDIT_CARD": 2} and not any(c.isdigit() for c in out), out
+
+
+def test_bare_card_rule_keeps_false_positives_rare():
+    import random
+
+    rng = random.Random(0)
+    runs = ["".join(rng.choice("0123456789") for _ in range(rng.randint(13, 19))) for _ in range(20000)]
+    share = sum(bool(R.redact_text(f"id {r}")[1]) for r in runs) / len(runs)
+    assert share < 0.03, share  # Luhn alone would flag 10%; ids starting with 0, 1, 7, 9 never match
