@@ -1,5 +1,5 @@
-"""`rlvr_policy`: GRPO on the mined task pool (with replay from the train suites) and the validated verifiers,
-per base model; the run's per-task attempts go back into difficulty_history."""
+"""`rlvr_policy`: training on the mined task pool (with replay from the train suites) and the validated verifiers,
+per base model: RFT by default, GRPO with stage rl; the run's per-task attempts go back into difficulty_history."""
 
 
 from collections.abc import Mapping
@@ -9,7 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from flywheel.gpu import GpuSpec
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 from flywheel_dagster.assets.config import config_class
 from flywheel_dagster.assets.metadata import latest_metadata, policy_metadata, upstream_value
@@ -25,19 +25,19 @@ TRAIN_GPU = GpuSpec(count=1)
 
 
 PLACEMENT = ("backend", "zero_stage", "device", "num_threads")
-"""`GRPOConfig` fields the resources decide (`TrainerResource`, `GpuResource`): where the run happens."""
+"""`TrainConfig` fields the resources decide (`TrainerResource`, `GpuResource`): where the run happens."""
 
 
-class RlvrConfig(config_class(GRPOConfig, "RlvrFields", "GRPOConfig's fields but placement, and RftConfig's.",
+class RlvrConfig(config_class(TrainConfig, "RlvrFields", "TrainConfig's fields but placement, and RftConfig's.",
                               exclude=PLACEMENT, module=__name__,
                               nested={RFT_PREFIX: (RftConfig, RFT_RUN_FIELDS)})):
-    """What the training run does (`.to_lib()` -> `GRPOConfig`, whose defaults are the measured tiny-model
+    """What the training run does (`.to_lib()` -> `TrainConfig`, whose defaults are the measured tiny-model
     recipe); where it runs is `TrainerResource` and `GpuResource`."""
 
     backend: str = Field(default="", description="Update backend of this run: torch | deepspeed "
                                                  "(empty: the TrainerResource's).")
 
-    def to_lib(self, placement: Mapping[str, Any] | None = None) -> GRPOConfig:
+    def to_lib(self, placement: Mapping[str, Any] | None = None) -> TrainConfig:
         place = dict(placement or {})
         if self.backend:
             place["backend"] = self.backend

@@ -1,6 +1,7 @@
-"""`flywheel train`: one RLVR run of the base model on the task pool (or the embedded train suites).
+"""`flywheel train`: one training run of the base model on the task pool (or the embedded train suites):
+RFT by default, GRPO with `--stage rl`, or RFT then GRPO (`--stage rft_rl`).
 
-Every `GRPOConfig` field is a flag (generated from the dataclass: same defaults and help as the
+Every `TrainConfig` field is a flag (generated from the dataclass: same defaults and help as the
 `rlvr_policy` Dagster config); the rest say which model and where the run lives.
 """
 
@@ -14,22 +15,25 @@ from flywheel.commands.output import add_json_flag, emit, fail
 from flywheel.commands.storage import storage_from_env
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.defaults import DEFAULT_BASE_MODEL
-from flywheel.train.config import GRPOConfig
+from flywheel.train.config import TrainConfig
 from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="GRPO-train a policy with verifiable rewards",
+    p = sub.add_parser("train", help="train a policy on verified rewards (RFT by default; GRPO with --stage rl)",
                        formatter_class=ConfigHelpFormatter,
-                       description="Train the base model with GRPO on the mined task pool (verifiers' rewards); "
-                                   "every run is an MLflow run under $FLYWHEEL_HOME.")
+                       description="Train the base model on the mined task pool, the verifiers judging: --stage rft "
+                                   "(fine-tune on the policy's verified samples; the default), rl (GRPO) or rft_rl "
+                                   "(RFT, then GRPO from its weights). Every run is an MLflow run under "
+                                   "$FLYWHEEL_HOME.")
     p.add_argument("--base-model", default=None, help="HF checkpoint folder (default: the tiny model, built if missing)")
     p.add_argument("--release", default=None, help="name of the policy (default: the base model folder name)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of this release")
     p.add_argument("--engine", default="torch", choices=["torch", "vllm"],
                    help="what samples the policy: torch (in process) or vllm (RFT's samples, and GRPO's rollouts "
                         "with weights synced in memory each step; needs vLLM: docs/vllm.md)")
-    add_flags(p.add_argument_group("run config (GRPOConfig)"), GRPOConfig)
+    add_flags(p.add_argument_group("run config (TrainConfig; GRPO's settings apply to --stage rl and rft_rl)"),
+              TrainConfig)
     add_flags(p.add_argument_group("the RFT stage (RftConfig; seed and device come from the run config)"),
               RftConfig, exclude=RFT_RUN_FIELDS, prefix=RFT_PREFIX)
     add_json_flag(p)
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from flywheel.train.api import train_policy  # heavy: torch, transformers
 
     try:
-        cfg = from_args(GRPOConfig, args)
+        cfg = from_args(TrainConfig, args)
         rft = from_args(RftConfig, args, prefix=RFT_PREFIX)
     except ValueError as e:
         return fail(str(e))
