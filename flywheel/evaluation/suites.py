@@ -23,8 +23,9 @@ from flywheel.tasks.suites import DOMAINS, HELDOUT_SIZE, heldout_suite
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """How one evaluation runs. The defaults are what a turn uses: 200/60/60 held-out tasks x 8 samples at
-    the serving temperature plus one greedy sample per task, candidate and champion both: the sizes
+    """How one evaluation runs. The defaults are what a turn uses: each built-in domain's held-out set
+    (`HELDOUT_SIZE`) x 8 samples at the serving temperature plus one greedy sample per task, candidate and
+    champion both: the sizes
     `benchmarks/bench_gate.py` needs for the gate to catch a +5-point gain 80% of the time. The
     `flywheel evaluate` flags and the `eval_report` Dagster config are generated from these fields."""
 

@@ -21,3 +21,17 @@ def test_code_gold_solutions_pass_their_tests():
         exec(t.prompt + t.reference["canonical_solution"], ns)
         exec(t.reference["test"], ns)
         ns["check"](ns[t.reference["entry_point"]])
+
+
+def test_default_heldout_sizes_are_the_tasks_that_exist():
+    """The default an evaluation shows (`flywheel evaluate --help`, EvalConfig) is what it evaluates: a domain
+    whose families yield fewer held-out tasks than its environment asks for shows the smaller number."""
+    from flywheel.environments.builtin import BUILTIN_ENVIRONMENTS
+    from flywheel.evaluation.suites import EvalConfig
+    from flywheel.tasks.suites import HELDOUT_SIZE
+
+    assert dict(EvalConfig().tasks_per_domain) == HELDOUT_SIZE
+    for env in BUILTIN_ENVIRONMENTS:
+        n = HELDOUT_SIZE[env.name]
+        assert 0 < n <= env.heldout_tasks and len(heldout_suite(env.name)) == n
+        assert len(heldout_suite(env.name, n + 1000)) == n or n == env.heldout_tasks
