@@ -7,6 +7,7 @@ from types import ModuleType
 import dagster as dg
 
 from flywheel_dagster.assets import (
+    canary,
     deployment,
     evaluation,
     history,
@@ -22,7 +23,7 @@ from flywheel_dagster.assets import (
 from flywheel_dagster.resources.defaults import default_resources
 
 STAGE_MODULES: tuple[ModuleType, ...] = (
-    traffic, logs, mining, verifiers, models, training, evaluation, deployment, history, orchestration, monitoring,
+    traffic, logs, mining, verifiers, models, training, evaluation, deployment, canary, history, orchestration, monitoring,
 )
 """The stage modules, in flywheel order; each may export ASSETS, CHECKS, JOBS, SCHEDULES, SENSORS lists."""
 

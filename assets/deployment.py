@@ -19,6 +19,9 @@ class DeployConfig(config_class(GateConfig, "GateFields", "GateConfig's fields."
 
     serving_gpus: int = Field(default=1, description="GPUs the serving manifest asks for")
     serving_gpu_kind: str = Field(default="", description="GPU kind the serving manifest names (empty: any)")
+    canary: bool = Field(default=True, description="Two-phase promotion: a candidate that passes the gate becomes "
+                                                   "the `challenger` and the `canary` asset promotes it if its live "
+                                                   "canary holds; false: the gate alone moves `champion`")
 
 
 @dg.asset(
@@ -32,8 +35,9 @@ class DeployConfig(config_class(GateConfig, "GateFields", "GateConfig's fields."
         description="The champion served now is not worse than the base model it replaced in any domain.")],
     description="Registers the candidate as a version of `flywheel-policy` in the MLflow registry with its "
                 "lineage (base model, log partitions, training run, eval run) and moves the `champion` alias "
-                "to it only if the paired CI of the primary metric is above the margin and every domain is "
-                "non-inferior (flywheel.registry.gate). Writes serving.json/yaml (vLLM args, default + fast) "
+                "(with `canary`, the `challenger` alias, promoted by the `canary` asset) only if the paired CI "
+                "of the primary metric is above the margin and every domain is non-inferior "
+                "(flywheel.registry.gate). Writes serving.json/yaml (vLLM args, default + fast) "
                 "next to the model. "
                 "`flywheel rollback` undoes a promotion.",
 )
@@ -51,14 +55,14 @@ def deployed_model(
         upstream_value(context, "rlvr_policy", "policy_path"), release, eval_dir(paths, release), paths,
         training.get("log_partitions") or [], training.get("mlflow_run_id") or None, gate=config.to_lib(),
         gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind),
-        extra_lineage={"dagster_run_id": context.run_id},
+        extra_lineage={"dagster_run_id": context.run_id}, challenger=config.canary,
     )
     ok, details = champion_regression(paths.mlflow_uri, tolerance=config.non_inferiority)
     context.log.info(res.decision.reason)
     ui = storage.mlflow_ui()
     return dg.MaterializeResult(
         metadata={"promoted": res.decision.promoted, "reason": res.decision.reason,
-                  "candidate": res.candidate.uri, "champion": res.champion.uri,
+                  "candidate": res.candidate.uri, "champion": res.champion.uri, "challenger": res.challenger or "",
                   "mlflow_model_version": dg.MetadataValue.url(
                       model_version_url(ui, res.candidate.name, res.candidate.version)),
                   "mlflow_champion_version": dg.MetadataValue.url(

@@ -9,9 +9,10 @@ from flywheel_dagster.resources.storage import StorageResource
 
 
 @dg.asset(
-    partitions_def=base_models, deps=["deployed_model"], group_name="deployment", kinds={"mlflow"},
+    partitions_def=base_models, deps=["deployed_model", "canary"], group_name="deployment", kinds={"mlflow"},
     description="The flywheel's history from the registry: for every turn, the champion's and the candidate's "
-                "pass@1 per domain from that turn's shared evaluation, and whether the champion moved.",
+                "pass@1 per domain from that turn's shared evaluation, whether the champion moved, its live "
+                "canary, and whether the rollback sensor later moved it back (and why).",
 )
 def flywheel_history(storage: StorageResource) -> dg.MaterializeResult:
     from flywheel.registry.history import history_markdown, history_png, load_history
@@ -22,6 +23,7 @@ def flywheel_history(storage: StorageResource) -> dg.MaterializeResult:
     last = records[-1] if records else None
     return dg.MaterializeResult(metadata={
         "turns": len(records), "promotions": sum(r.promoted for r in records),
+        "rollbacks": sum(bool(r.rolled_back) for r in records),
         "history": dg.MetadataValue.md(history_markdown(records) + chart),
         "champion_overall_pass@1": (last.after if last and last.promoted else last.before if last else {})
         .get("overall", float("nan")),

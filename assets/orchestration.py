@@ -3,7 +3,7 @@
 Dagster jobs cannot mix partitions definitions, so one turn is two jobs:
 `daily_logs_job` (daily partition: production_traffic -> raw_task_logs -> task_logs -> failure_cases
 -> task_pool -> verifiers; the champion serves the day, its logs are mined) and `base_model_job`
-(base_model partition: base_model -> rlvr_policy -> eval_report -> deployed_model). The schedule runs
+(base_model partition: base_model -> rlvr_policy -> eval_report -> deployed_model -> canary). The schedule runs
 the daily job for the day that just ended; `chain_base_model_job` starts the base-model job for the
 champion's base model when a daily run succeeds (and ingested a day); and `base_model_release_sensor`
 adds a partition and backfills the chain for each new base-model checkpoint. The executor comes from
@@ -20,7 +20,7 @@ from flywheel_dagster.assets.partitions import base_models, daily_logs
 from flywheel_dagster.resources.storage import StorageResource
 
 DAILY_ASSETS = ("production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers")
-BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model", "flywheel_history")
+BASE_MODEL_ASSETS = ("base_model", "rlvr_policy", "eval_report", "deployed_model", "canary", "flywheel_history")
 EXECUTOR_ENV = "FLYWHEEL_EXECUTOR"
 TURN_TAG = "flywheel/turn"
 """Runs `flywheel turn` starts itself (it runs both jobs); the chaining sensor leaves them alone."""

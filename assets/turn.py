@@ -188,6 +188,8 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
             resource_config(model_job, cfg.overrides, defs)))
     ev = load_candidate_eval(eval_dir(paths, cfg.base_model))
     deployed = _materialization_metadata(model, "deployed_model")
+    canary = _materialization_metadata(model, "canary")  # phase 2 decides when the gate made a challenger
+    decided = canary if canary.get("decided") else deployed
     served = _materialization_metadata(data, "production_traffic")
     return {
         **summary,
@@ -196,9 +198,13 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
         "ingest": {k: summary["data"].get(k) for k in ("ingested", "quarantined", "duplicates")},
         "task_pool": summary["data"]["pool_size"],
         **ev.summary(),
-        "promoted": bool(deployed.get("promoted")),
-        "reason": deployed.get("reason", ""),
-        "champion_after": deployed.get("champion"),
+        "promoted": bool(decided.get("promoted")),
+        "reason": decided.get("reason", ""),
+        "champion_after": decided.get("champion"),
+        "gate": {"passed": bool(deployed.get("challenger")) or bool(deployed.get("promoted")),
+                 "reason": deployed.get("reason", "")},
+        "canary": canary.get("canary") if canary.get("decided") else None,
+        "eval_vs_live": canary.get("eval_vs_live") or [],
         "dagster_runs": [data.run_id, model.run_id],
         "tracking_uri": paths.mlflow_uri,
     }

@@ -75,6 +75,11 @@ def format_summary(s: dict) -> str:
         if ga:
             row += f"{gb.get(d, nan):>16.3f}{ga.get(d, nan):>14.3f}"
         lines.append(row)
+    if s.get("eval_vs_live"):  # the canary ran: offline evaluation beside the live canary
+        from flywheel.monitoring.canary import eval_vs_live_markdown
+
+        lines += ["", f"offline gate: {(s.get('gate') or {}).get('reason', '')}",
+                  "eval (held-out) vs live (canary, shadowed requests):", eval_vs_live_markdown(s["eval_vs_live"])]
     lines += ["", f"promoted: {'yes' if s['promoted'] else 'no'} — {s['reason']}",
               f"champion: {s.get('champion_after')}", f"report: {s.get('report_dir')}"]
     return "\n".join(lines)

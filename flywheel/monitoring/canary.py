@@ -58,6 +58,8 @@ class CanaryVerdict:
     lo: float
     hi: float
     per_domain: dict[str, dict[str, float]] = field(default_factory=dict)
+    champion_rate: float | None = None  # live pass rate of each on the shadowed requests (None: too few)
+    candidate_rate: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,7 +88,9 @@ def canary_verdict(pairs: Sequence[Pair], config: CanaryConfig | None = None) ->
     ok = hi >= -cfg.margin
     said = (f"canary: candidate {d:+.3f} [{lo:+.3f}, {hi:+.3f}] vs the champion on {len(pairs)} shadowed "
             f"production requests; " + ("not shown worse" if ok else "it loses on live traffic"))
-    return CanaryVerdict(ok, said, len(pairs), round(d, 4), round(lo, 4), round(hi, 4), per)
+    return CanaryVerdict(ok, said, len(pairs), round(d, 4), round(lo, 4), round(hi, 4), per,
+                         round(statistics.fmean(p.champion for p in pairs), 4),
+                         round(statistics.fmean(p.candidate for p in pairs), 4))
 
 
 def side_by_side(eval_diffs: Mapping[str, float], verdict: CanaryVerdict) -> str:
@@ -102,3 +106,39 @@ def side_by_side(eval_diffs: Mapping[str, float], verdict: CanaryVerdict) -> str
     rows.append(f"| overall | {'n/a' if ov is None else f'{ov:+.3f}'} | {verdict.diff:+.3f} "
                 f"[{verdict.lo:+.3f}, {verdict.hi:+.3f}] | {verdict.n} |")
     return "\n".join(rows)
+
+
+def eval_vs_live(eval_before: Mapping[str, float], eval_after: Mapping[str, float],
+                 verdict: CanaryVerdict | None) -> list[dict[str, Any]]:
+    """Per domain and overall: the offline evaluation's pass@1 (champion, candidate, difference) beside the
+    canary's live pass rates on the shadowed requests (champion, candidate, difference with its 95% interval,
+    pairs). A figure nobody measured is None."""
+    live = dict(verdict.per_domain) if verdict else {}
+    if verdict and verdict.n:
+        live["overall"] = {"n": verdict.n, "champion": verdict.champion_rate, "candidate": verdict.candidate_rate,
+                           "diff": verdict.diff, "lo": verdict.lo, "hi": verdict.hi}
+    domains = sorted((set(eval_after) | set(eval_before) | set(live)) - {"overall"}) + ["overall"]
+    rows = []
+    for d in domains:
+        b, a, lv = eval_before.get(d), eval_after.get(d), live.get(d, {})
+        rows.append({"domain": d, "eval_champion": b, "eval_candidate": a,
+                     "eval_diff": None if a is None or b is None else round(a - b, 4),
+                     "live_champion": lv.get("champion"), "live_candidate": lv.get("candidate"),
+                     "live_diff": lv.get("diff"), "live_lo": lv.get("lo"), "live_hi": lv.get("hi"),
+                     "live_pairs": int(lv.get("n", 0))})
+    return rows
+
+
+def eval_vs_live_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """`eval_vs_live`'s rows as a Markdown table (n/a where a figure was not measured)."""
+    def f(v: Any, sign: str = "") -> str:
+        return "n/a" if v is None else f"{v:{sign}.3f}"
+
+    out = ["| domain | eval champion | eval candidate | eval diff | live champion | live candidate | "
+           "live diff [95% CI] | live pairs |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ci = "" if r["live_lo"] is None else f" [{r['live_lo']:+.3f}, {r['live_hi']:+.3f}]"
+        out.append(f"| {r['domain']} | {f(r['eval_champion'])} | {f(r['eval_candidate'])} | {f(r['eval_diff'], '+')} "
+                   f"| {f(r['live_champion'])} | {f(r['live_candidate'])} | {f(r['live_diff'], '+')}{ci} "
+                   f"| {r['live_pairs']} |")
+    return "\n".join(out)

@@ -15,6 +15,7 @@ from flywheel.monitoring.sequential import RollbackConfig, RollbackDecision, dec
 from flywheel.monitoring.sources import live_counts
 from flywheel.monitoring.weights import weights_hash
 from flywheel.paths import FlywheelPaths
+from flywheel.registry.canary import stage_challenger
 from flywheel.registry.candidate import load_candidate_eval
 from flywheel.registry.gate import GateConfig, PromotionDecision
 from flywheel.registry.mlflow_registry import (
@@ -27,6 +28,7 @@ from flywheel.registry.mlflow_registry import (
     rollback,
 )
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
+from flywheel.tasks.world_suites import suite_of
 
 PROMISE_TAG = "flywheel.eval_pass_rate_lows"
 """Tag on a version: its evaluation's per-domain lower bound of pass@1, what the rollback test holds it to."""
@@ -42,6 +44,7 @@ class DeploymentResult:
     decision: PromotionDecision
     champion: ModelRef
     serving_paths: dict[str, str]
+    challenger: str | None = None  # the candidate's uri when it passed the offline gate and awaits its canary
 
     def serve_command(self, variant: str = "default") -> str:
         """The `vllm serve ...` line of the candidate's manifest."""
@@ -51,7 +54,7 @@ class DeploymentResult:
         return {"candidate": self.candidate.uri, "champion": self.champion.uri,
                 "champion_model_path": self.champion.model_path, "promoted": self.decision.promoted,
                 "reason": self.decision.reason, "decision": self.decision.to_dict(),
-                "serving": self.serving_paths}
+                "serving": self.serving_paths, "challenger": self.challenger}
 
 
 def deploy_candidate(
@@ -59,6 +62,7 @@ def deploy_candidate(
     log_partitions: Sequence[str] = (), training_run_id: str | None = None,
     gate: GateConfig | None = None, gpu: GpuSpec | None = None, model_name: str = DEFAULT_MODEL_NAME,
     extra_lineage: Mapping[str, Any] | None = None, canary: CanaryVerdict | None = None,
+    challenger: bool = False,
 ) -> DeploymentResult:
     """Register the candidate evaluated in `eval_dir` (its MLflow source run: `training_run_id`),
     and promote it if it beat the champion it was compared to.
@@ -66,7 +70,9 @@ def deploy_candidate(
     If the champion moved since that evaluation (another base model's run promoted in
     between), the comparison is stale: the candidate is registered but not promoted. With a `canary` (the
     candidate's paired live outcomes in shadow beside the champion), promotion also needs the canary to pass:
-    a candidate that wins offline but loses on live traffic stays registered, not promoted.
+    a candidate that wins offline but loses on live traffic stays registered, not promoted. With `challenger`
+    (two-phase promotion, `flywheel.registry.canary`), a candidate that passes the gate becomes the `challenger`
+    and the champion stays until `settle_challenger` judges its canary.
     """
     paths = paths.ensure()
     reg = Registry(paths.mlflow_uri, model_name, artifact_location=paths.mlflow_artifacts.as_uri())
@@ -93,13 +99,17 @@ def deploy_candidate(
         reg.set_tags(ref.version, {"flywheel.promoted": "false", "flywheel.gate_reason": reason})
         decision = PromotionDecision(False, reason, ref.uri, current.uri if current else None,
                                      current.uri if current else None)
+    elif challenger:
+        decision = stage_challenger(reg, ref, ev.comparison, gate)
     else:
         decision = promote_if_better(reg, ref, ev.comparison, gate)
     if canary is not None:
         reg.set_tags(ref.version, {"flywheel.canary": canary.to_dict()})
     champ = reg.champion()
     assert champ is not None
-    return DeploymentResult(ref, decision, champ, {k: str(v) for k, v in written.items()})
+    staged = reg.challenger()
+    return DeploymentResult(ref, decision, champ, {k: str(v) for k, v in written.items()},
+                            staged.uri if staged is not None and staged.version == ref.version else None)
 
 
 def champion_regression(
@@ -127,7 +137,11 @@ def champion_regression(
 def promise_of(report: Any) -> dict[str, float]:
     """What a version promises production, per domain: its evaluation's lower confidence bound of pass@1 (the
     rollback test's promise; a point estimate from 24 tasks would promise more than it can keep)."""
-    return {d: round(m["pass@1"].lo, 4) for d, m in report.metrics.items() if d != "overall"}
+    lows = {d: round(m["pass@1"].lo, 4) for d, m in report.metrics.items() if suite_of(d) == "heldout"}
+    lows.update({d.partition("/")[2]: round(m["pass@1"].lo, 4) for d, m in report.metrics.items()
+                 if suite_of(d) == "production"})  # production's own suite, where it has one, is what it promises
+    lows.pop("overall", None)
+    return lows
 
 
 

@@ -3,7 +3,8 @@ whether the champion moved. Read from the registry's version tags, so it needs n
 
 One row per registered candidate (the base model's own registration is the starting point): the day
 of logs it was trained on, the champion it was compared to and both models' pass@1 per domain from
-that turn's shared evaluation, and the gate's decision.
+that turn's shared evaluation, the gate's decision, its canary on live traffic, and whether the rollback
+sensor later moved `champion` away from it (and why).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class TurnRecord:
     after: dict[str, float] = field(default_factory=dict)
     before: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    canary: str = ""  # the live canary's verdict in a few words ("" when none ran)
+    rolled_back: str = ""  # why the rollback sensor moved `champion` away from this version ("" if never)
 
     @property
     def day(self) -> str:
@@ -47,6 +50,16 @@ def _json(tags: dict[str, str], key: str, default: Any) -> Any:
         return default
 
 
+def canary_words(verdict: Any) -> str:
+    """A version's `flywheel.canary` tag in a few words: passed/failed, live diff [95% CI] over n pairs."""
+    if not isinstance(verdict, dict) or not verdict:
+        return ""
+    if "passed" not in verdict:
+        return f"not run ({verdict.get('reason', 'no live traffic')})"
+    return (f"{'passed' if verdict['passed'] else 'failed'} {verdict.get('diff', 0.0):+.3f} "
+            f"[{verdict.get('lo', 0.0):+.3f}, {verdict.get('hi', 0.0):+.3f}] over {verdict.get('n', 0)} requests")
+
+
 def turn_history(registry: Registry) -> list[TurnRecord]:
     """Every candidate version in registration order (base-model registrations left out)."""
     out = []
@@ -59,7 +72,8 @@ def turn_history(registry: Registry) -> list[TurnRecord]:
             days=tuple(sorted(_json(t, "flywheel.log_partitions", []))),
             compared_to=t.get("flywheel.compared_to", ""), promoted=t.get("flywheel.promoted") == "true",
             after=_json(t, "flywheel.eval_pass_rates", {}), before=_json(t, "flywheel.champion_pass_rates", {}),
-            reason=t.get("flywheel.gate_reason", "")))
+            reason=t.get("flywheel.gate_reason", ""), canary=canary_words(_json(t, "flywheel.canary", {})),
+            rolled_back=t.get("flywheel.rolled_back", "")))
     return out
 
 
@@ -73,12 +87,14 @@ def history_markdown(records: list[TurnRecord]) -> str:
     if not records:
         return "No turn has registered a candidate yet."
     domains = sorted({d for r in records for d in r.after if d != "overall"}) + ["overall"]
-    head = "| turn | day | candidate | " + " | ".join(f"{d} before → after" for d in domains) + " | promoted |"
-    rows = [head, "|" + "---|" * (len(domains) + 4)]
+    head = ("| turn | day | candidate | " + " | ".join(f"{d} before → after" for d in domains)
+            + " | promoted | canary (live diff) | rolled back |")
+    rows = [head, "|" + "---|" * (len(domains) + 6)]
     for i, r in enumerate(records, 1):
         cells = [f"{r.before.get(d, float('nan')):.3f} → {r.after.get(d, float('nan')):.3f}" for d in domains]
         rows.append(f"| {i} | {r.day} | v{r.version} vs {r.compared_to} | " + " | ".join(cells)
-                    + f" | {'yes' if r.promoted else 'no'} |")
+                    + f" | {'yes' if r.promoted else 'no'} | {r.canary or '-'} | "
+                    + (f"yes: {r.rolled_back[:160]}" if r.rolled_back else "no") + " |")
     return "\n".join(rows)
 
 
@@ -93,6 +109,7 @@ def history_png(records: list[TurnRecord]) -> bytes:
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
     turns = list(range(0, len(records) + 1))
     moved = [i + 1 for i, r in enumerate(records) if r.promoted]
+    undone = [i + 1 for i, r in enumerate(records) if r.rolled_back]
     for d in domains:
         start = records[0].before.get(d, float("nan")) if records else float("nan")
         served, value = [start], start
@@ -101,13 +118,14 @@ def history_png(records: list[TurnRecord]) -> bytes:
             served.append(value)
         line, = ax.plot(turns, served, marker="o", fillstyle="none", lw=2.2 if d == "overall" else 1.2, label=d)
         ax.plot(moved, [served[i] for i in moved], "o", color=line.get_color())
+        ax.plot(undone, [served[i] for i in undone], "x", ms=10, color=line.get_color())
     ax.set_xlabel("turn (0 = base model)")
     ax.set_ylabel("pass@1 of the champion")
     ax.set_xticks(turns)
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=len(domains))
-    ax.set_title("champion served after each turn (filled: promoted that turn)", fontsize=9)
+    ax.set_title("champion served after each turn (filled: promoted that turn; x: rolled back later)", fontsize=9)
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png")

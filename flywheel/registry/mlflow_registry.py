@@ -36,6 +36,8 @@ from flywheel.tracking import REGISTRY_EXPERIMENT, ensure_experiment
 
 DEFAULT_MODEL_NAME = "flywheel-policy"
 CHAMPION = "champion"
+CHALLENGER = "challenger"
+"""Alias of a candidate that passed the offline gate and awaits its canary (flywheel.registry.canary)."""
 HISTORY_TAG = "flywheel.champion_history"
 EVENTS_TAG = "flywheel.champion_events"
 WEIGHTS_TAG = "flywheel.weights_sha256"
@@ -209,14 +211,31 @@ class Registry:
         return sorted((self.get(m.version) for m in mvs), key=lambda r: int(r.version))
 
     # ---- champion alias -------------------------------------------------------------
-    def champion(self) -> ModelRef | None:
+    def _alias(self, alias: str) -> ModelRef | None:
         from mlflow.exceptions import MlflowException  # heavy: mlflow loads only where a run is logged
 
         try:
-            mv = self.client.get_model_version_by_alias(self.name, CHAMPION)
+            mv = self.client.get_model_version_by_alias(self.name, alias)
         except MlflowException:
             return None
         return self.get(mv.version)
+
+    def champion(self) -> ModelRef | None:
+        return self._alias(CHAMPION)
+
+    def challenger(self) -> ModelRef | None:
+        """The version awaiting its canary (alias `challenger`), None when none does."""
+        return self._alias(CHALLENGER)
+
+    def set_challenger(self, version: str | int, reason: str = "") -> None:
+        """Point `challenger` at `version` (recorded in the events; the champion history is unchanged)."""
+        self.client.set_registered_model_alias(self.name, CHALLENGER, str(version))
+        self._record(self.history(), "challenger", str(version), reason)
+
+    def clear_challenger(self) -> None:
+        """Remove the `challenger` alias (no-op without one)."""
+        if self.challenger() is not None:
+            self.client.delete_registered_model_alias(self.name, CHALLENGER)
 
     def history(self) -> list[str]:
         tags = self.client.get_registered_model(self.name).tags

@@ -10,7 +10,7 @@ import flywheel_dagster.assets as assets
 
 EXPORTS = ("ASSETS", "CHECKS", "JOBS", "SCHEDULES", "SENSORS")
 FLYWHEEL_ASSETS = {"production_traffic", "raw_task_logs", "task_logs", "failure_cases", "task_pool", "verifiers", "base_model",
-                   "rlvr_policy", "eval_report", "deployed_model", "flywheel_history"}
+                   "rlvr_policy", "eval_report", "deployed_model", "canary", "flywheel_history"}
 
 
 def _keys(defs_: list) -> set[str]:

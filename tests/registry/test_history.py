@@ -39,3 +39,24 @@ def test_history_lists_each_turn_with_both_models_and_the_decision(mlflow_regist
 def test_empty_history_says_so(mlflow_registry):
     assert turn_history(mlflow_registry) == []
     assert "No turn" in history_markdown([])
+
+
+def test_a_rollback_and_a_canary_show_in_the_history(mlflow_registry, flywheel_home, tmp_path):
+    from flywheel.registry.deploy import rollback_champion
+
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    b = mlflow_registry.register(base, {"base_model": "tiny-v1"}, role="base")
+    mlflow_registry.set_champion(b.version)
+    c1 = _candidate(mlflow_registry, tmp_path, "c1", "2026-12-01", {"math": 0.5, "overall": 0.5},
+                    {"math": 0.6, "overall": 0.6}, True)
+    mlflow_registry.set_tags(c1.version, {"flywheel.canary": {"passed": True, "diff": 0.01, "lo": -0.03,
+                                                                "hi": 0.05, "n": 300}})
+    mlflow_registry.set_champion(c1.version)
+    rollback_champion(flywheel_home.mlflow_uri, "live pass rate dropped: math 0.41 < promised 0.55")
+    [r] = load_history(flywheel_home.mlflow_uri)
+    assert r.rolled_back.startswith("live pass rate dropped") and r.canary == "passed +0.010 [-0.030, +0.050] over 300 requests"
+    md = history_markdown([r])
+    assert "| yes: live pass rate dropped: math 0.41 < promised 0.55 |" in md and "passed +0.010" in md
+    assert history_png([r]).startswith(b"\x89PNG")
