@@ -219,7 +219,7 @@ class Loader:
         """The name a row of `src` records in `source_file`: redacted like an id (a secret in a file or
         folder name is replaced, with a digest that keeps two names two), so re-ingest finds it again."""
         if src.name not in self._names:
-            self._names[src.name] = (redact_key(src.name, "raw")[0] or src.name) if self.opts.redact else src.name
+            self._names[src.name] = stored_name(src.name, self.opts.redact)
         return self._names[src.name]
 
     def file_quarantine(self, src: SourceFile, reason: str) -> None:
@@ -373,6 +373,11 @@ class Loader:
             )
         finally:
             self.con.unregister("_q")
+
+
+def stored_name(name: str, redact: bool = True) -> str:
+    """The `source_file` a file named `name` is recorded under (see `Loader.stored_name`)."""
+    return (redact_key(name, "raw")[0] or name) if redact else name
 
 
 _Q_SCHEMA = pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),

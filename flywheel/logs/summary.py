@@ -98,3 +98,42 @@ def summarize(con: duckdb.DuckDBPyConnection) -> dict:
         ),
         "quarantine_by_reason_md": markdown_table([(k, int(n)) for k, n in by_kind], ("reason", "lines")),
     }
+
+
+QUARANTINE_COLUMNS = ("file", "line", "log_date", "field", "kind", "reason", "run_id")
+"""What `quarantined_lines` returns for each line: where it was, what is wrong with it and which run saw it."""
+
+
+def quarantined_lines(con: duckdb.DuckDBPyConnection, limit: int, *, files: list[str] | None = None,
+                      log_date: str | None = None) -> tuple[list[dict], int]:
+    """The `limit` most recently quarantined lines (of the `source_file`s `files`, of one day), newest run first,
+    each file in line order; and how many match in all."""
+    conds, p = [], []
+    if files is not None:
+        conds.append("list_contains(?, source_file)")
+        p.append(list(files))
+    if log_date:
+        conds.append("log_date = ?::DATE")
+        p.append(log_date)
+    where = f" WHERE {' AND '.join(conds)}" if conds else ""
+    total = _scalar(con, f"SELECT count(*) FROM quarantine{where}", p)
+    rows = con.execute(f"""
+        WITH q AS (SELECT *, max(quarantined_at) OVER (PARTITION BY run_id) AS run_at FROM quarantine{where})
+        SELECT source_file, source_line, log_date, field, kind, reason, run_id FROM q
+        ORDER BY run_at DESC, run_id, source_file, source_line, kind LIMIT ?""", [*p, limit]).fetchall()
+    out = [dict(zip(QUARANTINE_COLUMNS, r, strict=True)) for r in rows]
+    for r in out:
+        r["log_date"] = str(r["log_date"]) if r["log_date"] is not None else None
+    return out, total
+
+
+def quarantine_of_files(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[tuple[str, int, int]]:
+    """(source file, quarantined lines, clean rows) of each of `files` (`source_file` names) with quarantined
+    lines, as the warehouse holds them (all runs; re-ingests count once), worst rate first."""
+    rows = con.execute("""
+        WITH q AS (SELECT source_file, count(*) AS n FROM quarantine WHERE list_contains(?, source_file) GROUP BY 1),
+             c AS (SELECT source_file, count(*) AS n FROM task_logs
+                   WHERE source_file IN (SELECT source_file FROM q) GROUP BY 1)
+        SELECT q.source_file, q.n, coalesce(c.n, 0) FROM q LEFT JOIN c USING (source_file)
+        ORDER BY q.n / (q.n + coalesce(c.n, 0)) DESC, 1""", [list(files)]).fetchall()
+    return [(str(f), int(qn), int(cn)) for f, qn, cn in rows]
