@@ -6,16 +6,24 @@
 limits) gets that verifier; any other is judged through its `verify`, wrapped in `EnvironmentVerifier`,
 whose version is the environment's: the verdict cache keys on it. `default_registry()` is the
 process-wide one.
+
+A registry not given its environments follows the process's installed ones: after
+`reload_environments()` its verifiers are rebuilt from the new registry, and a domain it does not know
+makes it look for `flywheel.environments` entry points installed since (at most once a second): a
+plug-in pip-installed into the running process is found without a restart.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import os
 import threading
+import time
 from typing import Any, Protocol
 
 from flywheel.environments.base import task_from_dict
-from flywheel.environments.registry import default_environments
+from flywheel.environments.registry import BUILTIN, GROUP, default_environments, reload_environments
 from flywheel.environments.verdict import TaskError, Verdict
 
 
@@ -47,6 +55,12 @@ class VerifierRegistry:
         self._verifiers: dict[str, Verifier] = {}
         self._lock = threading.Lock()
         self._own_pool = None
+        self._built_from: Any = None  # the environment registry the cached verifiers were built from
+        self._looked_at = 0.0
+
+    RESCAN_S = 1.0
+    """At most one look for newly installed plug-ins per this many seconds (an unknown domain in a batch
+    of many lines costs one scan, not one each)."""
 
     def lazy_sandbox(self) -> Any:
         """The registry's sandbox, started on the first run through it (what `make_verifier` builds over)."""
@@ -62,24 +76,53 @@ class VerifierRegistry:
             return self._sandbox
 
     def environments(self) -> Any:
-        """The environment registry other domains come from (default: the installed environments)."""
-        if self._environments is None:
-            self._environments = default_environments()
-        return self._environments
+        """The environment registry domains come from: the one given, else the process's installed ones
+        (`default_environments()`, asked each time: a `reload_environments()` is seen)."""
+        return self._environments if self._environments is not None else default_environments()
 
     def get(self, domain: str) -> Verifier:
+        envs = self.environments()
+        if envs is not self._built_from:  # the installed environments were reloaded: rebuild verifiers
+            with self._lock:
+                if envs is not self._built_from:
+                    self._verifiers, self._built_from = {}, envs
         v = self._verifiers.get(domain)
         if v is not None:
             return v
         # each domain's verifier (math-verify, the sandbox, the tool env) loads when first asked for
         try:
-            env = self.environments().for_domain(domain)
+            env = envs.for_domain(domain)
         except KeyError as e:  # UnknownDomainError: the message names the installed domains
-            raise TaskError(str(e)) from None
+            if not self._newly_installed():
+                raise TaskError(str(e)) from None
+            return self.get(domain)  # the environments were reloaded: look again
         make = getattr(env, "make_verifier", None)  # a plug-in not built on BaseEnvironment may lack it
         v = (make(self) if make else None) or EnvironmentVerifier(env, domain)
         with self._lock:
+            if self._built_from is not envs:
+                return v
             return self._verifiers.setdefault(domain, v)
+
+    def _newly_installed(self) -> bool:
+        """True when a `flywheel.environments` entry point is installed that the current environment
+        registry neither loaded nor reported broken (the installed environments are then reloaded).
+        Only for a registry following the installed environments."""
+        if self._environments is not None:
+            return False
+        with self._lock:
+            now = time.monotonic()
+            if now - self._looked_at < self.RESCAN_S:
+                return False
+            self._looked_at = now
+            importlib.invalidate_caches()  # a package pip-installed into this process's path since it started
+            found = {(ep.name, ep.value) for ep in importlib.metadata.entry_points(group=GROUP)}
+        envs = self.environments()
+        known = {(s.name, s.value) for s in envs.sources().values()} | set(BUILTIN.items())
+        broken = envs.errors
+        new = [ep for ep in found - known if not any(f"{ep[0]!r} = {ep[1]!r}" in e for e in broken)]
+        if new:
+            reload_environments()
+        return bool(new)
 
     def version(self, domain: str) -> str:
         return self.get(domain).version
