@@ -27,7 +27,8 @@ EXPERIMENT_DESCRIPTIONS = {
     TRAINING_EXPERIMENT: (
         "Training runs of the flywheel (`rlvr_policy`, `flywheel train`): one run per training stage "
         "(RFT and/or GRPO) of one base model, with its config and reproducibility manifest as params, "
-        "per-step metrics (GRPO's reward and pass rate chart first: `1_reward/*`, `2_pass_rate/*`), the "
+        "per-step metrics (charted first: GRPO's reward `1_reward/*`, RFT's fine-tuning `1_rft/*`, then the pass "
+        "rate `2_pass_rate/*`: per GRPO step, or over RFT's sampling round), the "
         "reward curve and the `registered/` folders of the model versions registered from it."),
     EVAL_EXPERIMENT: (
         "Held-out evaluations (`eval_report`, `flywheel evaluate`): one run per evaluation of a candidate "

@@ -34,6 +34,14 @@ def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywh
     run = mlflow.MlflowClient(flywheel_home.mlflow_uri).get_run(res.mlflow_run_id)
     assert run.data.tags["flywheel.stage"] == "rft" and "rft/examples" in run.data.metrics
     assert 0.0 <= run.data.metrics["2_pass_rate/mean"] <= 1.0 and "2_pass_rate/mean_math" in run.data.metrics
+    # curves, not dots: the fine-tuning per step and the sampling round as it was judged, charted first
+    client = mlflow.MlflowClient(flywheel_home.mlflow_uri)
+    hist = {k: client.get_metric_history(run.info.run_id, k) for k in run.data.metrics}
+    assert [m.step for m in hist["1_rft/loss"]] == [1, 2] and len(hist["1_rft/lr"]) == 2
+    assert len(hist["2_pass_rate/mean"]) > 5 and len(hist["2_pass_rate/kept_share"]) > 5
+    assert hist["rft/examples"][-1].value == res.sources["rft/examples"]
+    assert sorted({k.rsplit("/", 1)[0] for k in hist})[:2] == ["1_rft", "2_pass_rate"]
+    assert sum(len(h) > 1 for h in hist.values()) >= len(hist) - 3  # rft/tasks, final/wall_s: one value each
     assert res.sources["rft/examples"] >= 6 and res.sources["rft/log_passed"] >= 6
     # the policy's own samples are written back: 4 attempts per task, passes among them
     assert set(res.task_counts) == {t.task_id for t in train_suite("math", 6)}

@@ -25,9 +25,11 @@ from flywheel.tracking import run_url as ui_run_url
 DEFAULT_EXPERIMENT = TRAINING_EXPERIMENT
 
 HEADLINE_KEYS = {"reward/mean": "1_reward/mean", "reward/std": "1_reward/std", "reward_mean/": "1_reward/mean_",
-                 "reward_std/": "1_reward/std_", "pass_rate": "2_pass_rate/mean", "pass_rate/": "2_pass_rate/mean_"}
-"""The trainer's names of reward and pass rate (a trailing `/`: per domain) -> MLflow keys whose chart
-sections sort first in the MLflow UI."""
+                 "reward_std/": "1_reward/std_", "pass_rate": "2_pass_rate/mean", "pass_rate/": "2_pass_rate/mean_",
+                 "kept_rate": "2_pass_rate/kept_share", "rft/loss": "1_rft/loss", "rft/lr": "1_rft/lr",
+                 "rft/epoch": "1_rft/epoch"}
+"""The trainers' names of reward and pass rate (a trailing `/`: per domain), and RFT's per-step fine-tuning
+curves and kept share -> MLflow keys whose chart sections sort first in the MLflow UI."""
 
 
 def mlflow_key(name: str) -> str:

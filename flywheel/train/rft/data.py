@@ -26,6 +26,7 @@ from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import ScoreFn
 from flywheel.train.rft.config import RftConfig
+from flywheel.train.rft.curves import sampling_curve
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
 from flywheel.world.responder import text_from_messages
@@ -69,10 +70,13 @@ class RftCounts:
     by_domain: dict[str, dict[str, int]] = field(default_factory=dict)
     # task_id -> (domain, policy samples, passing ones): written back to difficulty_history, not logged
     task_counts: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    # the counts and shares as candidates were judged (`flywheel.train.rft.curves`): the run's curves, not totals
+    curve: list[dict[str, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("task_counts")
+        d.pop("curve")
         return d
 
     def _attempt(self, task: Task, passed: bool) -> None:
@@ -242,4 +246,5 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
             counts._bump(c.task.domain, "log_passed")
         elif c.source == "policy":
             counts._attempt(c.task, passed)
+    counts.curve = sampling_curve(candidates, config.max_examples_per_task)
     return select_examples(candidates, config.max_examples_per_task, config.seed, counts), counts

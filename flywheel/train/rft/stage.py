@@ -18,7 +18,8 @@ from flywheel.train.common.manifest import build_manifest
 from flywheel.train.common.result import TrainResult
 from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.rft.config import RftConfig
-from flywheel.train.rft.run import RftResult, run_rft
+from flywheel.train.rft.curves import finetune_curve
+from flywheel.train.rft.run import RftResult, run_rft, sft_config
 
 
 def count_metrics(result: RftResult) -> dict[str, int]:
@@ -41,6 +42,20 @@ def pass_rates(result: RftResult) -> dict[str, float]:
         out["pass_rate"] = passes / attempts
         out.update({f"pass_rate/{d}": p / a for d, (a, p) in sorted(per.items()) if a})
     return out
+
+
+def log_curves(tele: Telemetry, result: RftResult, config: RftConfig) -> None:
+    """The run's MLflow metrics as curves: the fine-tuning per optimizer step (`rft/loss`, `rft/lr`, `rft/epoch`,
+    charted first), the sampling round cumulative per candidate judged (pass share overall and per domain, kept
+    share, the counts; its last point the run's totals), then the totals no curve follows (`rft/tasks`, wall)."""
+    spec = sft_config(config).optim()
+    schedule = spec.schedule()
+    curve = result.counts.curve
+    for point in [*finetune_curve(result.losses, lambda i: schedule.lr(spec.lr, i), config.batch_size,
+                                  result.counts.examples), *curve]:
+        tele.log_metrics(int(point["step"]), {k: v for k, v in point.items() if k != "step"})
+    totals = {k: v for k, v in {**count_metrics(result), **pass_rates(result)}.items() if not curve or k not in curve[-1]}
+    tele.log_metrics(int(curve[-1]["step"]) if curve else 0, {**totals, "final/wall_s": result.wall_s})
 
 
 def rft_train_result(result: RftResult, run_id: str | None, run_url: str | None) -> TrainResult:
@@ -78,9 +93,7 @@ def run_rft_stage(
     except BaseException:
         tele.finish("FAILED")
         raise
-    for i, loss in enumerate(result.losses):
-        tele.log_metrics(i + 1, {"rft/loss": loss})
-    tele.log_metrics(len(result.losses), {**count_metrics(result), **pass_rates(result), "final/wall_s": result.wall_s})
+    log_curves(tele, result, config)
     tele.log_dict(result.to_dict(), "rft_result.json")
     tele.finish()
     return rft_train_result(result, run_id, tele.run_url())
