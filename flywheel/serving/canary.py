@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import date as Date
 from pathlib import Path
@@ -26,7 +26,7 @@ from flywheel.environments.task import Task
 from flywheel.monitoring.canary import CanaryConfig, Pair, canary_verdict
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.canary import CanaryOutcome, settle_challenger
-from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
+from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, ModelRef, Registry
 from flywheel.rollout import EngineSpec
 from flywheel.serving.champion import ChampionResponder, ServeConfig
 from flywheel.world.responder import BatchResponder, Response
@@ -97,9 +97,13 @@ class CanaryRun:
     path: str
 
 
+Responders = Callable[[ModelRef], BatchResponder]
+"""How a registered version answers requests (default: `ChampionResponder` through the rollout engine)."""
+
+
 def serve_canary(day: str, paths: FlywheelPaths, day_records: int, config: CanaryConfig | None = None, *,
                  engine: EngineSpec = "torch", serve: ServeConfig | None = None, device: str = "cpu",
-                 model_name: str = DEFAULT_MODEL_NAME) -> CanaryRun | None:
+                 model_name: str = DEFAULT_MODEL_NAME, responders: Responders | None = None) -> CanaryRun | None:
     """The registry's `challenger` shadows its `champion` on `canary_window(day_records)` requests of `day`;
     None when there is no challenger (or no champion)."""
     cfg = config or CanaryConfig()
@@ -107,9 +111,9 @@ def serve_canary(day: str, paths: FlywheelPaths, day_records: int, config: Canar
     champ, chal = reg.champion(), reg.challenger()
     if champ is None or chal is None:
         return None
+    make = responders or (lambda ref: ChampionResponder(ref.model_path, ref.uri, serve, device=device, engine=engine))
     tasks = canary_requests(day, canary_window(day_records, cfg), cfg.seed)
-    shadow = ShadowResponder(ChampionResponder(champ.model_path, champ.uri, serve, device=device, engine=engine),
-                             ChampionResponder(chal.model_path, chal.uri, serve, device=device, engine=engine),
+    shadow = ShadowResponder(make(champ), make(chal),
                              replace(cfg, share=1.0))  # the window is the share: every request in it is shadowed
     shadow.respond_batch(tasks, random.Random(f"canary-serving:{cfg.seed}:{day}"))
     path = shadow.write_pairs(paths.home / "canary" / day / f"{chal.name}-{chal.version}.jsonl")
@@ -118,7 +122,8 @@ def serve_canary(day: str, paths: FlywheelPaths, day_records: int, config: Canar
 
 def canary_turn(day: str, paths: FlywheelPaths, served_records: int, config: CanaryConfig | None = None, *,
                 engine: EngineSpec = "torch", serve: ServeConfig | None = None, device: str = "cpu",
-                model_name: str = DEFAULT_MODEL_NAME) -> tuple[CanaryOutcome | None, CanaryRun | None]:
+                model_name: str = DEFAULT_MODEL_NAME,
+                responders: Responders | None = None) -> tuple[CanaryOutcome | None, CanaryRun | None]:
     """Phase 2 of a promotion for `day`: the challenger shadows the champion (when the flywheel served the day:
     `served_records` > 0) and `settle_challenger` promotes it or not. (None, None) without a challenger."""
     if Registry(paths.mlflow_uri, model_name).challenger() is None:
@@ -127,6 +132,6 @@ def canary_turn(day: str, paths: FlywheelPaths, served_records: int, config: Can
         return settle_challenger(paths.mlflow_uri, None, "the day's logs are yours, the flywheel serves no live "
                                  "traffic to shadow", model_name), None
     run = serve_canary(day, paths, served_records, config, engine=engine, serve=serve, device=device,
-                       model_name=model_name)
+                       model_name=model_name, responders=responders)
     verdict = canary_verdict(run.pairs, config) if run else None
     return settle_challenger(paths.mlflow_uri, verdict, "no champion to shadow", model_name), run

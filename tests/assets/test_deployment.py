@@ -109,8 +109,9 @@ def test_eval_report_and_deployed_model_materialize(flywheel_home, storage, seed
     assert dep["mlflow_champion_version"].value == "http://127.0.0.1:5000/#/models/flywheel-policy/versions/1"
     folder = mv.source.removeprefix(f"runs:/{training_run}/")
     assert {Path(f.path).name for f in client.list_artifacts(training_run, folder)} >= {"MODEL_PATH", "serving.json"}
-    # a negative margin promotes an equal candidate: the gate both ways through the asset
+    # a negative margin promotes an equal candidate: the gate both ways through the asset (canary off: one phase;
+    # the two-phase promotion through the canary is tests/assets/test_canary.py)
     res = dg.materialize([deployed_model], partition_key="tiny-test", instance=instance, resources=resources,
-                         run_config={"ops": {"deployed_model": {"config": {"margin": -0.01}}}})
+                         run_config={"ops": {"deployed_model": {"config": {"margin": -0.01, "canary": False}}}})
     dep = next(iter(res.get_asset_materialization_events())).materialization.metadata
     assert dep["promoted"].value is True and dep["champion"].value == "flywheel-policy:3"

@@ -1,0 +1,84 @@
+"""`deployed_model` -> `canary` under dagster.materialize(): a candidate that passes the offline gate becomes the
+challenger, shadows the champion on the day's live requests through the rollout engine, and is promoted only if
+it holds there. (A deliberately bad challenger kept by its canary: tests/serving/test_canary.py; the tiny test
+models pass almost no live request, so neither can be shown worse than the other here.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import dagster as dg
+
+from flywheel_dagster.assets.partitions import base_models
+
+DAY = "2026-12-02"
+
+
+def _forged_eval(paths, base_model: str) -> None:
+    """An evaluation the candidate wins outright (every held-out math task vs half): it passes the gate."""
+    from flywheel.evaluation.report import write_report
+    from flywheel.evaluation.runner import EvalReport, TaskResult, aggregate, compare
+    from flywheel.evaluation.suites import EvalConfig
+    from flywheel.registry.candidate import eval_dir
+
+    cfg = EvalConfig(n_samples=2, n_boot=200)
+
+    def report(model, samples):
+        tasks = [TaskResult(f"math-{i}", "math", samples, 1.0, 10, 5, 1.0, 0.0) for i in range(60)]
+        return EvalReport(model, cfg, tasks, aggregate(tasks, cfg))
+
+    cand, champ = report("candidate", (True, True)), report("flywheel-policy:1", (True, False))
+    out = eval_dir(paths, base_model)
+    write_report(out, cand, champ, compare(cand, champ))
+    (out / "meta.json").write_text(json.dumps({"champion_uri": "flywheel-policy:1"}))
+
+
+def test_the_gate_makes_a_challenger_and_its_canary_on_live_requests_promotes_it(
+        flywheel_home, storage, seed_mlflow_db, tiny_model_dir, random_tiny):
+    import torch
+
+    from flywheel.registry.mlflow_registry import Registry
+    from flywheel_dagster.assets.canary import canary
+    from flywheel_dagster.assets.deployment import deployed_model
+    from flywheel_dagster.resources.gpu import GpuResource
+    from flywheel_dagster.resources.rollout import RolloutEngineResource
+
+    torch.set_num_threads(1)
+    seed_mlflow_db(flywheel_home)
+    champion = shutil.copytree(tiny_model_dir, flywheel_home.models / "base" / "tiny-test")
+    reg = Registry(flywheel_home.mlflow_uri)
+    reg.ensure_champion(champion, "tiny-test")  # the trained tiny model serves production
+    bad = random_tiny(flywheel_home.models / "policies" / "tiny-test")  # untrained weights
+    _forged_eval(flywheel_home, "tiny-test")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(base_models.name, ["tiny-test"])
+    for asset, part, md in (("rlvr_policy", "tiny-test", {"policy_path": dg.MetadataValue.path(str(bad))}),
+                            ("production_traffic", DAY, {"written": True, "records": 200,
+                                                         "served_by": "flywheel-policy:1"})):
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition=part, metadata=md))
+    resources = {"gpu": GpuResource(device="cpu"), "storage": storage, "rollout_engine": RolloutEngineResource()}
+    run_config = {"ops": {"canary": {"config": {"min_pairs": 60, "share": 0.1, "serve_max_new_tokens": 32,
+                                                "serve_max_steps": 2}}}}
+    res = dg.materialize([deployed_model, canary], partition_key="tiny-test", instance=instance,
+                         resources=resources, run_config=run_config, tags={"flywheel/log_partition": DAY})
+    assert res.success
+    mats = {m.asset_key.to_user_string(): m.materialization.metadata for m in res.get_asset_materialization_events()}
+    dep, can = mats["deployed_model"], mats["canary"]
+    assert dep["promoted"].value is False and dep["challenger"].value == "flywheel-policy:2"  # phase 1: gate passed
+    assert dep["champion"].value == "flywheel-policy:1" and "passed the offline gate" in dep["reason"].value
+    verdict = can["canary"].value
+    assert can["decided"].value is True and can["requests"].value == 60 and verdict["n"] == 60
+    assert verdict["passed"] and verdict["lo"] <= verdict["diff"] <= verdict["hi"]  # not shown worse
+    assert can["promoted"].value is True and "not shown worse" in can["reason"].value
+    assert can["champion"].value == "flywheel-policy:2" == reg.champion().uri and reg.challenger() is None
+    overall = [r for r in can["eval_vs_live"].value if r["domain"] == "overall"][0]
+    assert overall["eval_diff"] == 0.5 and overall["live_pairs"] == 60 and overall["live_diff"] is not None
+    assert "| overall |" in can["eval_vs_live_table"].value
+    pairs = (flywheel_home.home / "canary" / DAY / "flywheel-policy-2.jsonl").read_text().splitlines()
+    assert len(pairs) == 60 and not (flywheel_home.raw_logs / DAY).exists()  # the canary never writes the day's logs
+    assert reg.get("2").tags["flywheel.promoted"] == "true"
+    again = dg.materialize([canary], partition_key="tiny-test", instance=instance, resources=resources,
+                           tags={"flywheel/log_partition": DAY})
+    meta = next(iter(again.get_asset_materialization_events())).materialization.metadata
+    assert meta["decided"].value is False and "no challenger" in meta["reason"].value
