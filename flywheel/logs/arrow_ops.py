@@ -189,11 +189,11 @@ def redact_rows(new: pa.Table, hits: dict[str, np.ndarray]) -> tuple[pa.Table, d
     return pa.table(cols), by_kind
 
 
-def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Table, dict[int, dict[str, int]]]:
+def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Table, dict[tuple[int, str], dict[str, int]]]:
     """`cand` with its plain key fields (`redact.KEY_COLUMNS`) redacted and `h` (the hash of `id`)
     recomputed where `id` changed -- done before stored keys are looked up, so dedupe and re-ingest
     see the same redacted ids. Returns the batch and the redactions per kind of each changed row,
-    by `line_no`."""
+    by (`line_no`, redacted `id`): a line holding several traces has several rows."""
     cols = [c for c in R.KEY_COLUMNS if c in cand.column_names]
     hit = None
     for c in cols:
@@ -203,22 +203,25 @@ def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Tabl
         return cand, {}
     pos = np.flatnonzero(hit.to_numpy(zero_copy_only=False) if isinstance(hit, pa.Array)
                          else hit.combine_chunks().to_numpy(zero_copy_only=False))
-    line_nos = cand["line_no"].take(pa.array(pos)).to_pylist()
-    found: dict[int, dict[str, int]] = {}
+    by_row: dict[int, dict[str, int]] = {}
     for c in cols:  # only the flagged rows become Python strings
         mask, repl = np.zeros(len(cand), bool), []
-        for i, ln, v in zip(pos.tolist(), line_nos, cand[c].take(pa.array(pos)).to_pylist(), strict=True):
+        for i, v in zip(pos.tolist(), cand[c].take(pa.array(pos)).to_pylist(), strict=True):
             new, counts = R.redact_key(v, c)
             if counts:
                 mask[i] = True
                 repl.append(new)
-                acc = found.setdefault(ln, {})
+                acc = by_row.setdefault(i, {})
                 for k, n in counts.items():
                     acc[k] = acc.get(k, 0) + n
         if repl:
             typ = cand.schema.field(c).type
             col = pc.replace_with_mask(cand[c].combine_chunks(), pa.array(mask), pa.array(repl, typ))
             cand = cand.set_column(cand.schema.get_field_index(c), c, col)
+    rows = list(by_row)
+    line_nos = cand["line_no"].take(pa.array(rows, pa.int64())).to_pylist()
+    ids = cand["id"].take(pa.array(rows, pa.int64())).to_pylist()  # as redacted: the row's key from here on
+    found = {(ln, i): by_row[r] for r, ln, i in zip(rows, line_nos, ids, strict=True)}
     if found and "h" in cand.column_names:
         h = query(con, "SELECT hash(id) AS h FROM _k", _k=cand.select(["id"]))["h"]
         cand = cand.set_column(cand.schema.get_field_index("h"), "h", h.cast(cand.schema.field("h").type))

@@ -27,6 +27,7 @@ from flywheel.logs.messages import RecordError, json_kind
 from flywheel.logs.options import FORMATS
 from flywheel.logs.traces import CONVERT as TRACE_CONVERT
 from flywheel.logs.traces import NEEDS_PYTHON as TRACE_KEYS
+from flywheel.logs.traces import SPLIT as TRACE_SPLIT
 from flywheel.logs.traces import detect as detect_trace
 
 SHAREGPT_ROLES: dict[str, str] = {
@@ -227,10 +228,16 @@ def _finite(text: str) -> float:
     return v
 
 
-def canonical_line(line: str, fmt: str) -> str | RecordError:
+class Expanded(list):
+    """What one line holding several traces (an OTLP export) became: one canonical record text or
+    `RecordError` per trace, in order. Each counts as a record read (see `Loader._canonical`)."""
+
+
+def canonical_line(line: str, fmt: str) -> str | RecordError | Expanded:
     """One JSON line as canonical compact JSON text, or its RecordError. A line that is not a JSON
     object comes back as it is: the validation SQL says precisely what is wrong with it. A key twice
-    in an object, or a number that overflows a float, is refused (as the SQL path refuses the first)."""
+    in an object, or a number that overflows a float, is refused (as the SQL path refuses the first).
+    A line holding several traces comes back `Expanded`, one entry per trace."""
     try:
         rec = json.loads(line, object_pairs_hook=_unique, parse_float=_finite)
     except _Ambiguous as e:
@@ -242,11 +249,26 @@ def canonical_line(line: str, fmt: str) -> str | RecordError:
     if not isinstance(rec, dict):
         return line
     try:
-        return M.compact(canonical(rec, fmt))
+        f = detect(rec) if fmt == "auto" else fmt
+        parts = TRACE_SPLIT[f](rec) if f in TRACE_SPLIT else [("", rec)]
+        if len(parts) == 1:
+            return M.compact(_CONVERT[f](parts[0][1]))
     except RecordError as e:
         return e
     except RecursionError:
         return RecordError("bad_message", None, _TOO_DEEP)
+    return Expanded(_one(_CONVERT[f], label, p) for label, p in parts)
+
+
+def _one(convert: Any, label: str, rec: dict[str, Any]) -> str | RecordError:
+    """One trace of a split record, converted; its RecordError says which trace (the field's path is
+    within that trace's own export)."""
+    try:
+        return M.compact(convert(rec))
+    except RecordError as e:
+        return RecordError(e.kind, e.field, f"{label}: {e.why}")
+    except RecursionError:
+        return RecordError("bad_message", None, f"{label}: {_TOO_DEEP}")
 
 
 _TOO_DEEP = ("nested too deeply to convert (Python's JSON reader stops near 1,000 levels); flatten it, or write "

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, prefilter_hits, query, redact_keys, redact_rows
-from flywheel.logs.formats import canonical_line, needs_python
+from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, query, redact_keys
+from flywheel.logs.formats import Expanded, canonical_line, needs_python
 from flywheel.logs.json_array import Skipped
 from flywheel.logs.jsonl import (
     TooExpanded,
@@ -32,6 +32,7 @@ from flywheel.logs.messages import RecordError
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.redact import redact_key, redact_raw
 from flywheel.logs.sources import SourceFile
+from flywheel.logs.stage import BatchStage
 from flywheel.logs.validate_sql import (
     JSON_FIELDS,
     OUT_COLS,
@@ -61,9 +62,34 @@ class Loader:
         self._orig: dict[int, str] = {}  # this batch's lines as read, where Python rewrote them
         self._names: dict[str, str] = {}  # file name -> as stored (`stored_name`)
         self.out = PartWriter(task_logs_dir(con), report.run_id, pool, opts.workers)
+        self.stage = BatchStage(con, self.out, report, pool, opts.workers, opts.redact, log_date, self.now)
+
+    def close(self) -> None:
+        """Drop a batch still in flight (after an error) and stop the background thread."""
+        self.stage.close()
+
+    def _settled(self, read: Callable[[SourceFile], None], src: SourceFile) -> None:
+        """`read(src)`, then its last batch committed; on an error the batches already done still are."""
+        try:
+            read(src)
+        except BaseException:
+            try:
+                self.stage.settle()
+            except Exception:  # noqa: BLE001 -- the first error is the one to report
+                self.stage.drop()
+            raise
+        self.stage.settle()
 
     # -- readers ------------------------------------------------------------------------------
     def load_jsonl(self, src: SourceFile) -> None:
+        """`_load_jsonl`, its last batch committed."""
+        self._settled(self._load_jsonl, src)
+
+    def load_parquet(self, src: SourceFile) -> None:
+        """`_load_parquet`, its last batch committed."""
+        self._settled(self._load_parquet, src)
+
+    def _load_jsonl(self, src: SourceFile) -> None:
         """One JSONL file, chunk by chunk (`jsonl_chunk_bytes`), or a `.json` file holding one JSON array
         (its records numbered by their 1-based index), read as streams; an unreadable file, or the part
         of a compressed one past the decompression cap, is one quarantine row."""
@@ -144,6 +170,9 @@ class Loader:
         nos, texts, bad = [], [], []
         for n, line in zip(slow["line_no"].to_pylist(), slow["line"].to_pylist(), strict=True):
             out = canonical_line(line, self.opts.format)
+            if isinstance(out, Expanded):  # several traces in one line: one record each
+                bad += self._expanded(src, n, line, out, unit, nos, texts)
+                continue
             if isinstance(out, RecordError):
                 where = f"field '{out.field}': " if out.field else ""
                 bad.append(self._qrow(src, n, out.kind, out.field, f"{unit} {n}: {where}{out.why}", line))
@@ -156,7 +185,26 @@ class Loader:
         t = pa.concat_tables([batch.filter(pc.invert(mask)), done])
         return pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema), bad
 
-    def load_parquet(self, src: SourceFile) -> None:
+    def _expanded(self, src: SourceFile, n: int, line: str, out: Expanded, unit: str, nos: list[int],
+                  texts: list[str]) -> list[dict]:
+        """The records of a line holding several traces, appended to `nos`/`texts` (all with its line
+        number). Each trace counts as a record read; the traces that cannot be read are one quarantine
+        entry (counted as one record) naming each."""
+        errors = [e for e in out if isinstance(e, RecordError)]
+        for text in out:
+            if not isinstance(text, RecordError):
+                nos.append(n)
+                texts.append(text)
+        self._orig[n] = line
+        self.report.lines_read += len(out) - len(errors) + bool(errors) - 1
+        if not errors:
+            return []
+        why = "; ".join(f"field '{e.field}': {e.why}" if e.field else e.why for e in errors[:5])
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        return [self._qrow(src, n, errors[0].kind, errors[0].field,
+                           f"{unit} {n}: {len(errors)} of its {len(out)} traces could not be read: {why}{more}", line)]
+
+    def _load_parquet(self, src: SourceFile) -> None:
         """One Parquet file, `parquet_batch_rows` rows at a time; an unreadable file is one quarantine row."""
         try:
             pf = pq.ParquetFile(src.fs.open_input_file(src.path))
@@ -239,7 +287,8 @@ class Loader:
     def _finish_batch(self, src: SourceFile, t: pa.Table | None, cand: pa.Table, passthrough: tuple[str, ...],
                       base: int, lines: pa.Table | None = None) -> None:
         """One batch (Parquet, or a JSONL chunk), validated and keyed by DuckDB (`cand`): quarantine, dedupe,
-        redact the rare prefilter hits, write. Columns in `passthrough` are taken from the Arrow batch `t`;
+        then handed to `stage` (redaction, Parquet files, keys; settled before the next batch's stored-key
+        lookup). Columns in `passthrough` are taken from the Arrow batch `t`;
         a JSONL chunk passes its raw `lines`, so an invalid line's quarantine reason says where the JSON breaks."""
         bad = pc.is_valid(cand["err"])
         if pc.any(bad).as_py():
@@ -248,11 +297,12 @@ class Loader:
         n_clean = len(cand)
         if not n_clean:
             return
-        key_found: dict[int, dict[str, int]] = {}
+        key_found: dict[tuple[int, str], dict[str, int]] = {}
         if self.opts.redact:  # ids redacted before stored keys are looked up: re-ingest finds the same key
             t0 = time.perf_counter()
             cand, key_found = redact_keys(self.con, cand)
             self.report.redact_seconds += time.perf_counter() - t0
+        self.stage.settle()  # the batch before commits its keys before this one looks them up
         cand = self._drop_stored(cand)
         if len(cand):
             h = cand["h"].to_numpy()
@@ -267,68 +317,33 @@ class Loader:
         cols = {c: (t[c].take(idx) if c in passthrough else cand[c]) for c in OUT_COLS}
         n = len(cand)
         red = pa.array(self._key_redactions(cand, key_found) if key_found else np.zeros(n, np.int32))
-        new = pa.table({**cols, "line_no": cand["line_no"], "redactions": red})
-        if self.opts.redact and n:
-            t0 = time.perf_counter()
-            hits = prefilter_hits(cols, n, self.pool, self.opts.workers)
-            flagged = np.logical_or.reduce(list(hits.values()))
-            self.report.prefilter_hits += int(flagged.sum())
-            if flagged.any():
-                new = self._redact(new, hits)
-            self.report.redact_seconds += time.perf_counter() - t0
-        if n:
-            self._write(src, new)
-        self.report.ingested += n
         self.report.duplicates += n_clean - n
+        if n:  # redacted and encoded in the background while the next batch is validated (`stage`)
+            self.stage.submit(pa.table({**cols, "line_no": cand["line_no"], "redactions": red, "h": cand["h"]}),
+                              self.stored_name(src))
 
     def _drop_stored(self, cand: pa.Table) -> pa.Table:
         """`cand` without the rows whose id is already in `task_log_ids` (duplicates). The join runs
         on the narrow key columns only, and on the 64-bit hash first, so it stays cheap however large
         the batch's text or the warehouse's history."""
-        keys = cand.select(["line_no", "h", "id"])
-        stored = query(self.con, "SELECT s.line_no FROM _s s SEMI JOIN task_log_ids k ON s.h = k.h AND s.id = k.id",
-                       _s=keys)
+        keys = cand.select(["h", "id"]).append_column("i", pa.array(np.arange(len(cand), dtype=np.int64)))
+        stored = query(self.con, "SELECT s.i FROM _s s SEMI JOIN task_log_ids k ON s.h = k.h AND s.id = k.id",
+                       _s=keys)  # by row, not line: a line holding several traces has several rows
         if not len(stored):
             return cand
-        drop = pc.is_in(cand["line_no"], value_set=stored["line_no"].combine_chunks())
-        return cand.filter(pc.invert(drop))
+        keep = np.ones(len(cand), bool)
+        keep[stored["i"].to_numpy()] = False
+        return cand.filter(pa.array(keep))
 
-    def _key_redactions(self, cand: pa.Table, found: dict[int, dict[str, int]]) -> np.ndarray:
+    def _key_redactions(self, cand: pa.Table, found: dict[tuple[int, str], dict[str, int]]) -> np.ndarray:
         """Per kept row, the redactions `redact_keys` made in its key fields (counted in the report too)."""
         red = np.zeros(len(cand), np.int32)
-        for i, ln in enumerate(cand["line_no"].to_pylist()):
-            for k, v in found.get(ln, {}).items():
+        for i, key in enumerate(zip(cand["line_no"].to_pylist(), cand["id"].to_pylist(), strict=True)):
+            for k, v in found.get(key, {}).items():
                 red[i] += v
                 self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + v
                 self.report.redactions += v
         return red
-
-    def _redact(self, new: pa.Table, hits: dict[str, np.ndarray]) -> pa.Table:
-        new, by_kind = redact_rows(new, hits)
-        for k, n in by_kind.items():
-            self.report.redactions_by_kind[k] = self.report.redactions_by_kind.get(k, 0) + n
-            self.report.redactions += n
-        return new
-
-    def _write(self, src: SourceFile, new: pa.Table) -> None:
-        n = len(new)
-        if self.log_date:
-            day = pa.array(np.full(n, np.datetime64(self.log_date.isoformat(), "D")), pa.date32())
-        else:
-            day = pc.cast(new["timestamp"], pa.date32())
-        name = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([self.stored_name(src)])).cast(pa.string())
-        at = pa.array(np.full(n, np.datetime64(self.now, "us")), pa.timestamp("us"))
-        out = pa.table({
-            **{c: new[c] for c in OUT_COLS},
-            "log_date": day, "source_file": name, "source_line": new["line_no"], "ingested_at": at,
-            "redactions": new["redactions"],
-        })
-        self.out.write(out)
-        self.con.register("_n", out.select(["id", "log_date"]))
-        try:
-            self.con.execute("INSERT INTO task_log_ids SELECT id, log_date, ?, hash(id) FROM _n", [self.report.run_id])
-        finally:
-            self.con.unregister("_n")
 
     # -- quarantine ---------------------------------------------------------------------------
     def _qrow(self, src: SourceFile, line: int, kind: str, fld: str | None, reason: str, raw: str) -> dict:

@@ -4,7 +4,7 @@ tables are in docs/ingest.md).
 
 `detect(rec)` names the trace formats a decoded record fits (format detection in `flywheel.logs.formats` asks
 it first); `CONVERT` maps each format to its converter, which raises `RecordError` naming the field when the
-record cannot be read.
+record cannot be read; `SPLIT` cuts a record holding several traces (an OTLP export) into one per trace.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any
 from flywheel.logs.traces import langfuse, langsmith, otel
 
 CONVERT = {"otel": otel.convert, "langfuse": langfuse.convert, "langsmith": langsmith.convert}
+SPLIT = {"otel": otel.split}
+"""Formats whose one record may hold several traces: the splitter returns one record per trace."""
 TRACE_FORMATS = tuple(CONVERT)
 NEEDS_PYTHON = r'"resourceSpans"|"observations"|"run_type"'
 """Lines matching this (RE2) may be traces: they go through Python, not the SQL fast path."""

@@ -9,8 +9,12 @@ execution), `gen_ai.request.model` / `gen_ai.response.model`, `gen_ai.usage.inpu
 `tool_call_response`; structured or as JSON text), `gen_ai.system_instructions`, `gen_ai.tool.name` /
 `gen_ai.tool.call.id` / `.arguments` / `.result`, `gen_ai.conversation.id`, `gen_ai.response.finish_reasons`;
 `gen_ai.evaluation.result` events become scores. Spans without `gen_ai.operation.name` (the app's own) only
-count towards latency. A record holding spans of several traces (or conversations) is quarantined: export one
-trace per record (the collector's `groupbytrace` processor does).
+count towards latency.
+
+One export request often holds many traces (a batch exporter sends what it has): `split` cuts it into one export
+per trace -- or per conversation, where `gen_ai.conversation.id` ties several traces together -- each keeping its
+resource and scope, and each becomes its own record. A span that cannot be placed (not an object, no `traceId`)
+makes the whole export unreadable, naming the field; a trace that spans two conversations is quarantined.
 """
 
 from __future__ import annotations
@@ -110,8 +114,60 @@ def _spans(rec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _conversation(span: Any) -> str | None:
+    for kv in span.get("attributes") or [] if isinstance(span.get("attributes"), list) else []:
+        if isinstance(kv, dict) and kv.get("key") == "gen_ai.conversation.id":
+            v = kv.get("value")
+            v = next(iter(v.values()), None) if isinstance(v, dict) and v else None
+            return str(v) if v not in (None, "") else None
+    return None
+
+
+def split(rec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """One OTLP export -> (label, export) per trace (traces sharing a `gen_ai.conversation.id` stay together), in
+    the order their first span appears; `[("", rec)]` when it holds one. RecordError when a span cannot be placed."""
+    spans = _spans(rec)
+    group: dict[str, str] = {}  # union-find over trace ids and conversation ids ("t:" / "c:" prefixed)
+
+    def root(x: str) -> str:
+        while group.setdefault(x, x) != x:
+            group[x] = group[group[x]]
+            x = group[x]
+        return x
+
+    keys = []
+    for where, span in spans:
+        if not isinstance(span, dict):
+            raise RecordError("wrong_type", where, f"expected a span object, got {json_kind(span)}")
+        if not span.get("traceId") or not isinstance(span["traceId"], str):
+            raise RecordError("missing_field", f"{where}.traceId", "every span needs its trace id (text)")
+        t, c = "t:" + span["traceId"], _conversation(span)
+        if c is not None:
+            group[root(t)] = root("c:" + c)
+        keys.append(t)
+    roots = list(dict.fromkeys(root(k) for k in keys))
+    if len(roots) == 1:
+        return [("", rec)]
+    parts: dict[str, dict[str, Any]] = {r: {"resourceSpans": []} for r in roots}
+    for r in rec["resourceSpans"]:
+        for ss in (r or {}).get("scopeSpans") or (r or {}).get("instrumentationLibrarySpans") or []:
+            by_root: dict[str, list[Any]] = {}
+            for span in (ss or {}).get("spans") or []:
+                by_root.setdefault(root("t:" + span["traceId"]), []).append(span)
+            for g, kept in by_root.items():
+                out = parts[g]["resourceSpans"]
+                if not out or out[-1].get("_of") is not r:
+                    out.append({"_of": r, "resource": (r or {}).get("resource") or {}, "scopeSpans": []})
+                out[-1]["scopeSpans"].append({"scope": (ss or {}).get("scope") or {}, "spans": kept})
+    for p in parts.values():
+        for r in p["resourceSpans"]:
+            del r["_of"]
+    return [(f"trace {g[2:]}" if g.startswith("t:") else f"conversation {g[2:]}", p) for g, p in parts.items()]
+
+
 def convert(rec: dict[str, Any]) -> dict[str, Any]:
-    """One OTLP JSON export of one trace -> its task-log record (RecordError naming the field otherwise)."""
+    """One OTLP JSON export of one trace (or of the traces of one conversation) -> its task-log record
+    (RecordError naming the field otherwise; `split` first when an export may hold several)."""
     steps, traces, convs = [], set(), set()
     starts, ends, scores = [], [], {}
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
@@ -160,7 +216,7 @@ def convert(rec: dict[str, Any]) -> dict[str, Any]:
                                                   f"{where}.attributes.gen_ai.tool.call.arguments"),
                               tool_result=attrs.get("gen_ai.tool.call.result", "")))
         cost += sum(float(attrs[k]) for k in COST_KEYS if isinstance(attrs.get(k), (int, float)))
-    if len(traces) > 1 or len(convs) > 1:
+    if len(convs) > 1 or (len(traces) > 1 and not convs):
         what = f"{len(convs)} conversations" if len(convs) > 1 else f"{len(traces)} traces"
         raise RecordError("bad_message", "resourceSpans", f"spans of {what} in one record; export one trace per "
                                                           "record (the collector's groupbytrace processor)")
@@ -176,4 +232,4 @@ def convert(rec: dict[str, Any]) -> dict[str, Any]:
         outcome.update(status="error", error="; ".join(errors)[:2000])
     return record("otel", str(trace_id), iso_time(first[1], "startTimeUnixNano")[0], steps, "resourceSpans",
                   model=model, metadata=meta, outcome=outcome,
-                  extra={"otel_trace_id": next(iter(traces))})
+                  extra={"otel_trace_id": min(traces), **({"otel_trace_ids": sorted(traces)} if len(traces) > 1 else {})})

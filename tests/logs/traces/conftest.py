@@ -5,6 +5,7 @@ child runs."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -134,3 +135,33 @@ def langsmith_run():
              "total_cost": 0.0006},
         ],
     }
+
+
+def _retrace(export, trace, conversation=None, drop_calls=False):
+    """A copy of an OTLP export as another trace (and conversation); `drop_calls`: without its model-call spans."""
+    out = copy.deepcopy(export)
+    for rs in out["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            if drop_calls:
+                ss["spans"] = [s for s in ss["spans"] if not s["name"].startswith("chat")]
+            for s in ss["spans"]:
+                s["traceId"] = trace
+                for a in s["attributes"]:
+                    if a["key"] == "gen_ai.conversation.id" and conversation:
+                        a["value"] = {"stringValue": conversation}
+    return out
+
+
+def _batch_export(*exports):
+    """Several exports as the batch exporter sends them: one request, their resource spans side by side."""
+    return {"resourceSpans": [rs for e in exports for rs in e["resourceSpans"]]}
+
+
+@pytest.fixture
+def retrace():
+    return _retrace
+
+
+@pytest.fixture
+def batch_export():
+    return _batch_export

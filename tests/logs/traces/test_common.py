@@ -24,10 +24,11 @@ def test_conversation_orders_tool_calls_and_skips_repeated_history() -> None:
 
 
 def test_mixed_folder_ingests_with_conservation_and_redaction(tmp_path, wh, rec, write_jsonl, otel_export,
-                                                             langfuse_trace, langsmith_run) -> None:
-    two_traces = copy.deepcopy(otel_export)
-    two_traces["resourceSpans"][0]["scopeSpans"][0]["spans"][3]["traceId"] = "ffff"
-    write_jsonl(tmp_path / "otel.jsonl", [otel_export, two_traces])
+                                                             langfuse_trace, langsmith_run, retrace,
+                                                             batch_export) -> None:
+    batch = batch_export(retrace(otel_export, "aaaa", "conv-43"), retrace(otel_export, "bbbb", "conv-44"),
+                         retrace(otel_export, "cccc", drop_calls=True))  # 3 traces in one request, one unreadable
+    write_jsonl(tmp_path / "otel.jsonl", [otel_export, batch])
     second = copy.deepcopy(langfuse_trace)
     second["id"] = "lf-trace-2"
     (tmp_path / "langfuse.json").write_text(json.dumps([langfuse_trace, second]))  # an export as one JSON array
@@ -39,13 +40,17 @@ def test_mixed_folder_ingests_with_conservation_and_redaction(tmp_path, wh, rec,
                            "choices": [{"message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}]}}
     write_jsonl(tmp_path / "today.jsonl", [rec(1), openai])
     report = ingest(tmp_path, wh, options=IngestOptions())
-    assert report.balanced and report.lines_read == 8
-    assert (report.ingested, report.quarantined) == (6, 2)
+    assert report.balanced and report.lines_read == 10  # 7 lines and records; the OTLP batch counts its 3 traces
+    assert (report.ingested, report.quarantined) == (8, 2)
     q = dict(wh.execute("SELECT field, reason FROM quarantine ORDER BY field").fetchall())
-    assert set(q) == {"parent_run_id", "resourceSpans"} and "2 traces in one record" in q["resourceSpans"]
+    assert set(q) == {"parent_run_id", "resourceSpans"}
+    assert "1 of its 3 traces could not be read" in q["resourceSpans"] and "trace cccc" in q["resourceSpans"]
     rows = {r[0]: r[1:] for r in wh.execute(
         "SELECT id, task_id, domain, messages, outcome FROM task_logs").fetchall()}
-    assert {"otel-conv-42", "langfuse-lf-trace-1", "langfuse-lf-trace-2", "langsmith-8f0b-root"} <= set(rows)
+    assert {"otel-conv-42", "otel-conv-43", "otel-conv-44", "langfuse-lf-trace-1", "langfuse-lf-trace-2",
+            "langsmith-8f0b-root"} <= set(rows)
+    lines = dict(wh.execute("SELECT id, source_line FROM task_logs WHERE id LIKE 'otel-%'").fetchall())
+    assert lines == {"otel-conv-42": 1, "otel-conv-43": 2, "otel-conv-44": 2}  # both from line 2
     _, domain, messages, outcome = rows["otel-conv-42"]
     messages, outcome = json.loads(messages), json.loads(outcome)
     assert domain == "agent" and "ann@example.com" not in json.dumps(messages)

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from flywheel.logs.formats import canonical, detect
+from flywheel.logs.formats import Expanded, canonical, canonical_line, detect
 from flywheel.logs.messages import RecordError
-from flywheel.logs.traces.otel import any_value
+from flywheel.logs.traces.otel import any_value, split
 
 
 def test_agent_trace_becomes_one_record(otel_export) -> None:
@@ -55,7 +55,8 @@ def test_structured_attributes_and_missing_optional_fields(otel_export) -> None:
      "resourceSpans[0].scopeSpans[0].spans[1].attributes.gen_ai.input.messages", "does not parse"),
     (lambda s: s[2].__setitem__("startTimeUnixNano", "yesterday"), "resourceSpans[0].scopeSpans[0].spans[2]"
      ".startTimeUnixNano", "ISO-8601"),
-    (lambda s: s[3].__setitem__("traceId", "another"), "resourceSpans", "2 traces in one record"),
+    (lambda s: s[3]["attributes"].__setitem__(4, {"key": "gen_ai.conversation.id", "value": {"stringValue": "c9"}}),
+     "resourceSpans", "2 conversations in one record"),
     (lambda s: [x["attributes"].clear() for x in s], "resourceSpans", "no GenAI model-call span"),
     (lambda s: s[1]["attributes"].append({"value": {}}), "resourceSpans[0].scopeSpans[0].spans[1].attributes[9]",
      "string 'key'"),
@@ -103,3 +104,38 @@ def test_the_fixture_is_what_opentelemetry_proto_writes(otel_export) -> None:
     assert spans[2]["status"]["code"] == "STATUS_CODE_ERROR" and spans[1]["kind"] == "SPAN_KIND_CLIENT"
     assert canonical(written) == canonical(otel_export)
     assert canonical(written)["outcome"]["error"] == "slow tool"
+
+
+def test_a_batch_of_traces_is_split_one_record_each(otel_export, retrace, batch_export) -> None:
+    """The batch exporter sends many traces in one request: each trace (or conversation) is its own record."""
+    a, b = retrace(otel_export, "aaaa", "conv-1"), retrace(otel_export, "bbbb", "conv-2")
+    later = retrace(otel_export, "cccc", "conv-1")  # a second trace of conversation 1: joins its record
+    parts = split(batch_export(a, b, later))
+    assert [label for label, _ in parts] == ["conversation conv-1", "conversation conv-2"]
+    recs = [canonical(p) for _, p in parts]
+    assert [r["id"] for r in recs] == ["otel-conv-1", "otel-conv-2"]
+    assert recs[0]["otel_trace_ids"] == ["aaaa", "cccc"] and recs[1]["otel_trace_id"] == "bbbb"
+    assert recs[0]["outcome"]["prompt_tokens"] == 120  # both traces' calls counted once each
+    out = canonical_line(json.dumps(batch_export(a, b, retrace(otel_export, "dddd", "conv-3", drop_calls=True))), "auto")
+    assert isinstance(out, Expanded) and [type(x).__name__ for x in out] == ["str", "str", "RecordError"]
+    assert out[2].why.startswith("trace dddd: no GenAI model-call span")  # its chat spans (with the conversation) are gone
+    assert split(otel_export) == [("", otel_export)]  # one trace: the record as it is
+    assert isinstance(canonical_line(json.dumps(otel_export), "otel"), str)
+
+
+def test_spans_of_one_trace_under_two_resources_stay_one_record(otel_export, retrace, batch_export) -> None:
+    other = retrace(otel_export, "aaaa", "conv-1")
+    x, y = copy.deepcopy(other), copy.deepcopy(other)  # the same trace, its spans split over two services
+    x["resourceSpans"][0]["scopeSpans"][0]["spans"] = x["resourceSpans"][0]["scopeSpans"][0]["spans"][:2]
+    y["resourceSpans"][0]["scopeSpans"][0]["spans"] = y["resourceSpans"][0]["scopeSpans"][0]["spans"][2:]
+    y["resourceSpans"][0]["resource"] = {"attributes": [{"key": "service.name", "value": {"stringValue": "tools"}}]}
+    parts = split(batch_export(x, otel_export, y))
+    assert len(parts) == 2 and len(parts[0][1]["resourceSpans"]) == 2  # both resources kept, in order
+    assert canonical(parts[0][1])["messages"] == canonical(other)["messages"]
+
+
+def test_a_span_that_cannot_be_placed_refuses_the_whole_export(otel_export, retrace, batch_export) -> None:
+    bad = batch_export(otel_export, retrace(otel_export, "aaaa", "conv-1"))
+    del bad["resourceSpans"][1]["scopeSpans"][0]["spans"][0]["traceId"]
+    out = canonical_line(json.dumps(bad), "auto")
+    assert isinstance(out, RecordError) and out.field == "resourceSpans[1].scopeSpans[0].spans[0].traceId"
