@@ -141,6 +141,15 @@ def random_tiny() -> Callable[[Path], Path]:
     return build_untrained_checkpoint
 
 
+@pytest.fixture(scope="session")
+def qwen_checkpoint(tmp_path_factory) -> Path:
+    """A brought checkpoint, built offline: random `Qwen2ForCausalLM` weights (tiny shape) and a tokenizer with
+    Qwen2.5's chat template (`flywheel.models.random_checkpoint`); tests must not write into it."""
+    from flywheel.models.random_checkpoint import build_random_checkpoint  # heavy: torch, transformers
+
+    return build_random_checkpoint(tmp_path_factory.getbasetemp() / "qwen2-random")
+
+
 # --- raw logs ------------------------------------------------------------------------------------------
 
 

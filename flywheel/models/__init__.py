@@ -3,7 +3,7 @@
 `resolve_base_model(release, paths)` is what the `base_model` asset calls: a `tiny-*` release
 is built (or reused from cache) under `paths.base_models / release`; any other release names a
 local HF checkpoint folder (an existing path, or a folder of that name in the releases
-directory) that is validated and registered as is.
+directory) that is validated (config, weights, tokenizer with a chat template) and registered as is.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from flywheel.models.build import build_tiny_model
 from flywheel.models.recipe import is_tiny_release, recipe_for
 from flywheel.paths import FlywheelPaths
+from flywheel.rollout.chat import ensure_chat_template
 from flywheel.rollout.checkpoint import is_checkpoint_dir, load_tokenizer
 
 
@@ -62,7 +63,7 @@ def _describe_checkpoint(release: str, path: Path) -> BaseModelInfo:
     """Params and vocab from config.json (no weights loaded: a 7B model stays on disk)."""
     cfg = json.loads((path / "config.json").read_text())
     cfg = cfg.get("text_config", cfg)
-    tok = load_tokenizer(path)  # fails loudly if the tokenizer files are missing
+    tok = ensure_chat_template(load_tokenizer(path), path)  # fails loudly without tokenizer files or template
     params = _estimate_params(cfg)
     return BaseModelInfo(release, path, "hf", params, len(tok))
 

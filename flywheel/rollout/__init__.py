@@ -1,7 +1,8 @@
 """flywheel.rollout: sampling from a checkpoint: its loader, the chat template, the engines (torch, vLLM).
 
 `generate_for_tasks` is the entry point the trainer and evaluation use: it renders each
-task with the shared chat template, gives each task the tool environment its environment offers
+task in the checkpoint's own chat template (`task_prompt`: the engine's tokenizer's
+`apply_chat_template`, with the task's tools), gives each task the tool environment its environment offers
 (`Environment.tool_env`: agent tasks' inventory; none for single-turn domains), and fills
 `task_id`, `domain` and `group_id` on every rollout.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from flywheel.environments.registry import default_environments
 from flywheel.rollout.base import RolloutEngine, ToolEnv, ToolFactory
-from flywheel.rollout.chat import render_prompt
+from flywheel.rollout.chat import chat_prompt, render_prompt
 from flywheel.rollout.types import Rollout, SamplingParams, ToolStep
 
 DEFAULT_MAX_STEPS = 6
@@ -23,7 +24,8 @@ DEFAULT_MAX_STEPS = 6
 def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: int = 1,
                        sampling: SamplingParams | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> list[Rollout]:
     """`n_samples` rollouts per task (prompt-major; `group_id` = task index in `tasks`)."""
-    prompts = [render_prompt(t.domain, t.prompt) for t in tasks]
+    tok = getattr(engine, "tokenizer", None)
+    prompts = [task_prompt(tok, t) if tok is not None else render_prompt(t.domain, t.prompt) for t in tasks]
     tools = [tool_factory(t) for t in tasks]
     has_tools = any(x is not None for x in tools)
     out = engine.generate(prompts, n_samples, sampling, tools=tools if has_tools else None,
@@ -32,6 +34,14 @@ def generate_for_tasks(engine: RolloutEngine, tasks: Sequence[Any], n_samples: i
         t = tasks[r.group_id]
         r.task_id, r.domain = t.task_id, t.domain
     return out
+
+
+def task_prompt(tokenizer: Any, task: Any) -> str:
+    """`task`'s prompt in `tokenizer`'s chat template, with the tools its environment declares (templates
+    that know tools render them; the tiny models' leaves them out)."""
+    envs = default_environments()
+    tools = envs.for_domain(task.domain).tools(task) if envs.has_domain(task.domain) else None
+    return chat_prompt(tokenizer, task.domain, task.prompt, tools)
 
 
 def tool_factory(task: Any) -> ToolFactory | None:
@@ -67,5 +77,5 @@ def open_engine(spec: EngineSpec, model_path: str, device: str = "cpu") -> Rollo
 
 __all__ = [
     "DEFAULT_MAX_STEPS", "Rollout", "RolloutEngine", "SamplingParams", "ToolEnv", "ToolFactory", "ToolStep",
-    "EngineSpec", "build_engine", "generate_for_tasks", "open_engine", "tool_factory",
+    "EngineSpec", "build_engine", "generate_for_tasks", "open_engine", "task_prompt", "tool_factory",
 ]

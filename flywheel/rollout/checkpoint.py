@@ -1,8 +1,8 @@
 """Load any Hugging Face causal LM from a local folder: how users bring Qwen, Llama, or the tiny model.
 
 Offline only (`local_files_only=True`): the folder must hold `config.json`, the weights
-(safetensors) and the tokenizer files. The tokenizer is set to left padding and gets a
-pad token (EOS) if it has none, which is what batched sampling needs. Both rollout engines,
+(safetensors) and the tokenizer files with a chat template (`flywheel.rollout.chat`). The tokenizer is set
+to left padding and gets a pad token (EOS) if it has none, which is what batched sampling needs. Both rollout engines,
 the trainer and the base-model resolver load checkpoints through here.
 """
 
@@ -26,14 +26,17 @@ def is_checkpoint_dir(path: str | Path) -> bool:
 
 
 def load_tokenizer(path: str | Path) -> Any:
-    """The checkpoint's tokenizer, left-padded, with a pad token (EOS when it has none)."""
+    """The checkpoint's tokenizer, left-padded, with a pad token (EOS when it has none); a tiny model built
+    before its tokenizer carried the project's chat template gets it (`chat.with_fallback_template`)."""
     from transformers import AutoTokenizer  # heavy: loaded only when a checkpoint is
+
+    from flywheel.rollout.chat import with_fallback_template
 
     tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     tok.padding_side = "left"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    return tok
+    return with_fallback_template(tok)
 
 
 def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",

@@ -2,8 +2,8 @@
 
 Why: `flywheel serve` serves the champion by hand; a scheduled turn wants the same closed loop without a
 person starting anything. `ManagedServers.engine(model_path)` starts vLLM's OpenAI-compatible server on
-127.0.0.1 for the folder (the serving manifest's `default` variant for the device, the chat template
-written beside the weights) and returns a `ServedEngine` that samples through the `openai` client; `close()`
+127.0.0.1 for the folder (the serving manifest's `default` variant for the device, the checkpoint's own
+chat template written beside the weights) and returns a `ServedEngine` that samples through the `openai` client; `close()`
 stops every server it started, process group and all, and names any process left. The rollout-engine
 resource uses it for `engine=vllm-server` and closes it when the step ends; `flywheel serve` starts the
 champion with the same `start_model_server`.
@@ -28,7 +28,7 @@ def start_model_server(model_path: str | Path, served_name: str, device: str, lo
                        variant: str = "default", python: str | None = None, ready_timeout_s: float = 300.0,
                        max_model_len: int | None = None) -> ServerInfo:
     """vLLM's OpenAI server for `model_path` on 127.0.0.1 (`port` 0: a free one), started as the serving
-    manifest's `variant` for `device` says, with the project's chat template written beside the weights;
+    manifest's `variant` for `device` says, with the checkpoint's own chat template written beside the weights;
     returns once `/v1/models` answers (RuntimeError/TimeoutError otherwise, naming the log), reporting the
     fingerprint of the weights it loaded (`ServerInfo.weights_sha256`)."""
     from flywheel.gpu import GpuSpec

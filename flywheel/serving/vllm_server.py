@@ -1,8 +1,9 @@
 """vLLM's OpenAI-compatible server for a checkpoint: the chat template, start, readiness, a clean stop.
 
-- The chat template is the project's own (`flywheel.rollout.chat`): a served chat request is laid
-  out exactly as the model was trained and evaluated. Written into the model folder as
-  `chat_template.jinja`; the task's domain comes as `chat_template_kwargs={"domain": ...}`.
+- The chat template is the checkpoint's own (`flywheel.rollout.chat.write_chat_template`: a brought
+  Qwen or Llama keeps its template; the tiny models ship the project's), so a served chat request is laid
+  out exactly as the model is trained and evaluated. Written into the model folder as `chat_template.jinja`;
+  the task's domain comes as `chat_template_kwargs={"domain": ...}` (a template without it ignores it).
 - The server runs as `python -m vllm.entrypoints.openai.api_server --model DIR ...` (the `vllm`
   console script of the CPU wheel is broken), in its own process group, bound to 127.0.0.1.
 - Stopping stops the whole group: vLLM's engine and worker processes outlive the API server for

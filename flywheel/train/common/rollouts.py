@@ -14,8 +14,7 @@ from typing import Any
 
 import torch
 
-from flywheel.rollout import tool_factory
-from flywheel.rollout.chat import render_prompt as render_chat_prompt
+from flywheel.rollout import task_prompt, tool_factory
 from flywheel.rollout.torch_engine import TorchEngine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
@@ -68,9 +67,9 @@ def default_score_fn() -> ScoreFn:
     return BatchScorer()
 
 
-def render_prompt(task: Task) -> str:
-    """The chat-templated prompt the base model was trained on (the one template, from rollout.chat)."""
-    return render_chat_prompt(task.domain, task.prompt)
+def render_prompt(task: Task, tokenizer: Any) -> str:
+    """`task`'s prompt in the policy checkpoint's own chat template (`flywheel.rollout.task_prompt`)."""
+    return task_prompt(tokenizer, task)
 
 
 class PolicyGenerator:
@@ -96,7 +95,7 @@ class PolicyGenerator:
 
     def generate(self, tasks: Sequence[Task], n: int, sampling: SamplingParams, max_tool_steps: int = 6) -> list[list[Rollout]]:
         """`n` rollouts per task, grouped per task, in task order."""
-        prompts = [render_prompt(t) for t in tasks]
+        prompts = [render_prompt(t, self.engine.tokenizer) for t in tasks]
         tools = [tool_factory(t) for t in tasks]
         flat = self.engine.generate(
             prompts, n_samples=n, sampling=sampling,

@@ -2,7 +2,7 @@
 
 The fine-tuning step of RFT and of the base model's build: the shared stack (`optim`: AdamW,
 linear warmup then cosine decay, gradient clipping; `backend`: torch or DeepSpeed as the
-placement says), seeded batch order. The examples are rendered with the shared chat template.
+placement says), seeded batch order. The examples are rendered in the checkpoint's own chat template.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from flywheel.progress import progress_bar
-from flywheel.rollout.chat import render_prompt
+from flywheel.rollout.chat import chat_example_ids
 from flywheel.train.common.backend import make_backend
 from flywheel.train.common.placement import Placement
 from flywheel.train.common.schedule import OptimSpec
@@ -55,12 +55,11 @@ LATER_FIELDS = ("adam_betas", "max_grad_norm")
 
 
 def tokenize_examples(tokenizer: Any, examples: Sequence[tuple[str, str, str]], max_len: int) -> list[tuple[list[int], int]]:
-    """(ids, prompt_len) per example: prompt, response, EOS."""
+    """(ids, prompt_len) per example: the prompt in the tokenizer's chat template, response, EOS."""
     out = []
     for domain, prompt, response in examples:
-        p = tokenizer(render_prompt(domain, prompt), add_special_tokens=False)["input_ids"]
-        r = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        out.append(((p + r)[:max_len], len(p)))
+        ids, plen = chat_example_ids(tokenizer, domain, prompt, response)
+        out.append((ids[:max_len], plen))
     return out
 
 
