@@ -6,6 +6,7 @@ resource tags, and the torch device the step runs on.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,17 @@ def cuda_available() -> bool:
         return bool(torch.cuda.is_available())
     except Exception:  # torch missing or broken driver: CPU it is
         return False
+
+
+def deepspeed_accelerator_from_torch() -> None:
+    """Tell DeepSpeed there is no GPU (`DS_ACCELERATOR=cpu`) where torch sees none and nothing chose yet.
+
+    transformers' `save_pretrained` imports DeepSpeed wherever it is installed (accelerate's model unwrapping
+    asks for `DeepSpeedEngine`), and DeepSpeed's auto-detection then warns "Setting accelerator to CPU. If you
+    have GPU or other accelerator, we were unable to detect it." on every CPU turn. The same value its
+    auto-detection would pick, said up front; a GPU machine or a value the user set is left alone."""
+    if "DS_ACCELERATOR" not in os.environ and not cuda_available():
+        os.environ["DS_ACCELERATOR"] = "cpu"
 
 
 def resolve_device(spec: GpuSpec | None, prefer: str = "auto") -> str:

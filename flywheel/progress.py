@@ -104,7 +104,11 @@ def phase_progress(desc: str) -> Any:
 
 def quiet_transformers_bars() -> None:
     """transformers draws bars of its own (loading weights, writing shards); hide them wherever ours
-    are hidden, so a turn's output and CI logs stay readable. Never turns them on."""
+    are hidden, so a turn's output and CI logs stay readable. Never turns them on. Called before a model
+    is loaded or saved, it also keeps DeepSpeed's CPU notice out (`deepspeed_accelerator_from_torch`)."""
+    from flywheel.gpu import deepspeed_accelerator_from_torch
+
+    deepspeed_accelerator_from_torch()
     if not progress_enabled():
         from transformers.utils import logging as hf_logging  # heavy: callers have loaded it already
 
