@@ -82,6 +82,16 @@ def rlvr_sampling_success(context: dg.AssetCheckExecutionContext, config: Thresh
     return _result(sampling_success(_training_history(context, storage), config.to_lib()))
 
 
+@dg.asset_check(asset="rlvr_policy",
+                description="Most sampled responses end on their own (share above `min_finished_share`), not cut "
+                            "off by the token budget or the tool-step cap.")
+def rlvr_samples_finished(context: dg.AssetCheckExecutionContext, config: ThresholdsConfig,
+                          storage: StorageResource) -> dg.AssetCheckResult:
+    from flywheel.monitoring.signals import finished_samples
+
+    return _result(finished_samples(_training_history(context, storage), config.to_lib()))
+
+
 @dg.asset_check(asset="eval_report", blocking=True,
                 description="Not reward hacking: the training reward did not rise while held-out pass@1 fell "
                             "against the champion.")
@@ -236,7 +246,8 @@ def champion_rollback_sensor(context: dg.SensorEvaluationContext, storage: Stora
     return dg.SensorResult(asset_events=[dg.AssetObservation("deployed_model", partition=part, metadata=meta)])
 
 
-CHECKS = [rlvr_entropy_not_collapsed, rlvr_rewards_not_flat, rlvr_sampling_success, eval_no_reward_hacking,
+CHECKS = [rlvr_entropy_not_collapsed, rlvr_rewards_not_flat, rlvr_sampling_success, rlvr_samples_finished,
+          eval_no_reward_hacking,
           eval_champion_drift, verifiers_infra_error_rate, task_logs_spikes, task_pool_finding_failures,
           served_weights_match_registry]
 SENSORS = [alert_sensor, run_failure_alerts, champion_rollback_sensor]

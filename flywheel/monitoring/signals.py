@@ -92,6 +92,21 @@ def sampling_success(history: Sequence[Mapping[str, float]], th: AlertThresholds
                   + ("" if ok else f", below {th.min_signal_share:.0%}: most rollouts are wasted"), tuple(shares))
 
 
+def finished_samples(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
+    """Share of sampled responses that finished on their own (GRPO's `samples/finished_share`) over the last
+    steps. An RFT run does not record it yet: nothing to judge there."""
+    shares = metric_series(history, "samples/finished_share")
+    v = _tail(shares, th.window)
+    if v is None:
+        return Signal("finished_samples", True, WARN, None, th.min_finished_share,
+                      "no finish statistics recorded (an RFT stage does not log them yet): nothing to judge")
+    ok = v >= th.min_finished_share
+    return Signal("finished_samples", ok, WARN, round(v, 4), th.min_finished_share,
+                  f"{v:.0%} of sampled responses finished within the budget"
+                  + ("" if ok else f", below {th.min_finished_share:.0%}: most are cut off (budget too small, or "
+                                   "the policy rambles or loops)"), tuple(shares))
+
+
 def reward_hacking(history: Sequence[Mapping[str, float]], heldout_diff: float | None,
                    th: AlertThresholds) -> Signal:
     """Training reward up while held-out pass@1 (candidate minus champion, `heldout_diff`) falls."""

@@ -14,7 +14,8 @@ import duckdb
 from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.monitoring.sequential import LiveCounts
 
-TRAINING_KEYS = ("reward/mean", "reward/std", "pass_rate", "entropy", "groups/dropped_share")
+TRAINING_KEYS = ("reward/mean", "reward/std", "pass_rate", "entropy", "groups/dropped_share",
+                 "samples/finished_share")
 """The trainer's metric names the training signals read."""
 
 

@@ -21,6 +21,9 @@ class AlertThresholds:
                                          "flat, GRPO has no signal to learn from (ERROR; the gate still judges the run).", ge=0)
     min_signal_share: float = option(0.2, "Share of sampled groups with a reward signal (not all-equal) below "
                                           "this: sampling mostly wastes its rollouts (WARN).", ge=0, le=1)
+    min_finished_share: float = option(0.5, "Share of sampled responses that end on their own (not cut off by "
+                                            "the token budget or the tool-step cap) below this: the budget is "
+                                            "too small or the policy rambles or loops (WARN).", ge=0, le=1)
     hacking_reward_rise: float = option(0.05, "Training reward rise (last steps minus first steps) that, with "
                                               "held-out pass@1 falling, reads as reward hacking.", ge=0, le=1)
     hacking_heldout_drop: float = option(0.01, "Held-out pass@1 drop vs the champion that, with the training "

@@ -99,6 +99,12 @@ def test_training_checks_fire_on_real_runs_and_the_sensor_alerts_once_each(flywh
     got = judge(flat)
     assert not got["rlvr_rewards_not_flat"].passed and not got["rlvr_sampling_success"].passed
     assert got["rlvr_sampling_success"].severity == dg.AssetCheckSeverity.WARN
+    # a random policy under a 12-token budget: its samples are cut off, not finished (the run's own metric)
+    finished = [monitoring.rlvr_samples_finished]
+    got = _run_checks(instance, storage, rlvr_policy, finished)["rlvr_samples_finished"]
+    assert not got.passed and got.severity == dg.AssetCheckSeverity.WARN and got.metadata["value"].value < 0.5
+    assert _run_checks(instance, storage, rlvr_policy, finished,
+                       thresholds={"min_finished_share": 0.0})["rlvr_samples_finished"].passed
 
     alerts = AlertResource(webhook_url=webhook.url)
     ctx = dg.build_sensor_context(instance=instance, resources={"alerts": alerts, "storage": storage})
@@ -106,10 +112,11 @@ def test_training_checks_fire_on_real_runs_and_the_sensor_alerts_once_each(flywh
     titles = sorted(m["blocks"][0]["text"]["text"] for m in webhook.received)
     assert titles == ["[ERROR] rlvr_entropy_not_collapsed failed on rlvr_policy[tiny-test]",
                       "[ERROR] rlvr_rewards_not_flat failed on rlvr_policy[tiny-test]",
+                      "[WARN] rlvr_samples_finished failed on rlvr_policy[tiny-test]",
                       "[WARN] rlvr_sampling_success failed on rlvr_policy[tiny-test]"]
     ctx = dg.build_sensor_context(instance=instance, cursor=None, resources={"alerts": alerts, "storage": storage})
     monitoring.alert_sensor(ctx)  # read from the start again: every incident was delivered already
-    assert len(webhook.received) == 3
+    assert len(webhook.received) == 4
 
 
 def _champion_serving(flywheel_home, mlflow_registry, random_tiny, rec, write_jsonl, live_rate: float) -> None:

@@ -9,6 +9,7 @@ from flywheel.monitoring.signals import (
     WARN,
     entropy_collapse,
     eval_drift,
+    finished_samples,
     pool_dry,
     reward_collapse,
     reward_hacking,
@@ -45,6 +46,13 @@ def test_sampling_success_warns_when_most_groups_carry_no_signal():
     s = sampling_success(_history(groups__dropped_share=[0.5, 0.9, 0.95, 0.9]), TH)
     assert not s.passed and s.severity == WARN and s.value == pytest.approx(1 - (0.9 + 0.95 + 0.9) / 3, abs=1e-4)
     assert sampling_success(_history(groups__dropped_share=[0.3, 0.4]), TH).passed
+
+
+def test_finished_samples_warns_when_most_are_cut_off():
+    s = finished_samples(_history(samples__finished_share=[0.9, 0.3, 0.2, 0.25]), TH)
+    assert not s.passed and s.severity == WARN and s.value == pytest.approx(0.25, abs=1e-4)
+    assert finished_samples(_history(samples__finished_share=[0.2, 0.9, 0.95, 0.8]), TH).passed
+    assert finished_samples(_history(entropy=[1.0]), TH).passed  # nothing recorded: nothing to judge
 
 
 def test_reward_hacking_needs_a_rising_reward_and_a_falling_heldout_score():

@@ -173,6 +173,9 @@ def batch_metrics(batch: Batch) -> dict[str, float]:
         m[f"pass_rate/{d}"] = sum(passes[d]) / len(passes[d])
     if lengths:
         m["response_length"] = sum(lengths) / len(lengths)
+    finished = [r.finish_reason == "stop" for g in batch.all_groups for r in g.rollouts]
+    if finished:  # ended on their own, not cut off by the token budget or the tool-step cap
+        m["samples/finished_share"] = sum(finished) / len(finished)
     m["groups/generated"] = float(batch.stats.generated_groups)
     m["groups/kept"] = float(len(batch.groups))
     m["groups/dropped_share"] = batch.stats.dropped_share
