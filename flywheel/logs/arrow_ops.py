@@ -189,17 +189,32 @@ def redact_rows(new: pa.Table, hits: dict[str, np.ndarray]) -> tuple[pa.Table, d
     return pa.table(cols), by_kind
 
 
-def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table) -> tuple[pa.Table, dict[tuple[int, str], dict[str, int]]]:
+def _key_hits(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """`KEY_PREFILTER` over a key column; a column of few distinct values (`task_id`, `domain`, `model`)
+    is matched once per distinct value."""
+    if col.null_count == len(col):
+        return pa.array(np.zeros(len(col), bool))
+    distinct = pc.unique(col) if len(col) >= 4096 else None
+    if distinct is None or 4 * len(distinct) > len(col):
+        return pc.fill_null(pc.match_substring_regex(col, KEY_PREFILTER), False)
+    flagged = distinct.filter(pc.fill_null(pc.match_substring_regex(distinct, KEY_PREFILTER), False))
+    return pc.is_in(col, value_set=flagged)
+
+
+def redact_keys(con: duckdb.DuckDBPyConnection, cand: pa.Table,
+                pool: Executor | None = None) -> tuple[pa.Table, dict[int, dict[str, int]]]:
     """`cand` with its plain key fields (`redact.KEY_COLUMNS`) redacted and `h` (the hash of `id`)
     recomputed where `id` changed -- done before stored keys are looked up, so dedupe and re-ingest
     see the same redacted ids. Returns the batch and the redactions per kind of each changed row,
-    by (`line_no`, redacted `id`): a line holding several traces has several rows."""
+    by `line_no`. The columns are prefiltered in `pool`'s threads when given."""
     cols = [c for c in R.KEY_COLUMNS if c in cand.column_names]
-    hit = None
-    for c in cols:
-        m = pc.fill_null(pc.match_substring_regex(cand[c], KEY_PREFILTER), False)
-        hit = m if hit is None else pc.or_(hit, m)
-    if hit is None or not pc.any(hit).as_py():
+    if not cols:
+        return cand, {}
+    masks = list(pool.map(lambda c: _key_hits(cand[c]), cols)) if pool else [_key_hits(cand[c]) for c in cols]
+    hit = masks[0]
+    for m in masks[1:]:
+        hit = pc.or_(hit, m)
+    if not pc.any(hit).as_py():
         return cand, {}
     pos = np.flatnonzero(hit.to_numpy(zero_copy_only=False) if isinstance(hit, pa.Array)
                          else hit.combine_chunks().to_numpy(zero_copy_only=False))

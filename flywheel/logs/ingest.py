@@ -130,6 +130,7 @@ def ingest(
         # Undo this run: its files, its keys, its quarantine rows. (Batches commit one by one --
         # one transaction over the whole run would keep every batch's Arrow memory alive to its end.)
         if loader is not None:
+            loader.close()  # a batch still in flight is dropped before the run's files are deleted
             loader.out.discard()
             for table in ("task_log_ids", "quarantine"):
                 try:
@@ -138,6 +139,8 @@ def ingest(
                     pass
         raise
     finally:
+        if loader is not None:
+            loader.close()
         pool.shutdown()
         if own:
             connection.close()

@@ -300,7 +300,7 @@ class Loader:
         key_found: dict[tuple[int, str], dict[str, int]] = {}
         if self.opts.redact:  # ids redacted before stored keys are looked up: re-ingest finds the same key
             t0 = time.perf_counter()
-            cand, key_found = redact_keys(self.con, cand)
+            cand, key_found = redact_keys(self.con, cand, self.pool)
             self.report.redact_seconds += time.perf_counter() - t0
         self.stage.settle()  # the batch before commits its keys before this one looks them up
         cand = self._drop_stored(cand)

@@ -17,12 +17,18 @@ from flywheel.warehouse.tables import TASK_LOGS_ARROW
 _STATS_COLS = ["id", "timestamp", "task_id", "domain", "model", "log_date", "source_file", "source_line",
                "ingested_at", "redactions"]
 
+Parts = list[tuple[Path, Path]]
+"""One batch's files: (temporary name, final name) each."""
+
 
 class PartWriter:
     """Parquet files of one run: `<task_logs dir>/<YYYY-MM-DD>/part-<run>-<seq>.parquet`, per batch and
     day one file for each slice of >= 64k rows, encoded in parallel threads, each written under a
     temporary name and renamed only when all files of the batch are complete, so the `task_logs` view
-    never sees a half-written batch. The encoding threads are `workers` threads of the caller's `pool`."""
+    never sees a half-written batch. The encoding threads are `workers` threads of the caller's `pool`.
+
+    `encode` (any one thread at a time) and `commit` are apart so a batch can be encoded while the
+    next one is validated; `write` does both."""
 
     def __init__(self, folder: Path, run_id: str, pool: Executor, workers: int):
         self.folder, self.run_id = folder, run_id
@@ -39,8 +45,9 @@ class PartWriter:
                        write_statistics=_STATS_COLS)  # min/max of long JSON text: costly, never used
         return tmp
 
-    def write(self, table: pa.Table) -> None:
-        """Write one batch of `task_logs` rows (TASK_LOGS_ARROW columns): all its files appear, or none."""
+    def encode(self, table: pa.Table) -> Parts:
+        """Write one batch of `task_logs` rows (TASK_LOGS_ARROW columns) under temporary names, invisible
+        to the view until `commit`; on an error nothing of it is left."""
         days = table["log_date"].unique()
         jobs: list[tuple[pa.Table, Path]] = []
         for day in days.to_pylist():
@@ -52,16 +59,29 @@ class PartWriter:
                 jobs.append((part.slice(off, ln), path))
         futures = [self.pool.submit(self._encode, j) for j in jobs]
         wait(futures)
+        parts = [(path.with_name(f".{path.name}.tmp"), path) for _, path in jobs]
         failed = [f.exception() for f in futures if f.exception() is not None]
         if failed:  # nothing of this batch becomes visible
-            for _, path in jobs:
-                with contextlib.suppress(OSError):
-                    path.with_name(f".{path.name}.tmp").unlink()
+            self.drop(parts)
             raise failed[0]
-        tmps = [f.result() for f in futures]
-        for tmp, (_, path) in zip(tmps, jobs, strict=True):
+        return parts
+
+    def commit(self, parts: Parts) -> None:
+        """Make an encoded batch's files visible (renamed to their final names)."""
+        for tmp, path in parts:
             os.replace(tmp, path)
             self.paths.append(path)
+
+    @staticmethod
+    def drop(parts: Parts) -> None:
+        """Delete an encoded batch that will not be committed."""
+        for tmp, _ in parts:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def write(self, table: pa.Table) -> None:
+        """Write one batch of `task_logs` rows: all its files appear, or none."""
+        self.commit(self.encode(table))
 
     def discard(self) -> None:
         """Delete every file this run wrote (a failed run leaves nothing behind)."""
