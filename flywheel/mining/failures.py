@@ -4,8 +4,10 @@ Everything is set-based DuckDB SQL over the warehouse: two scans of `task_logs` 
 attempts/passes of every record, one parsing only the failing records), the rest works on
 their small results. Tables written (replaced each run unless noted):
 
-- `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen, last_id)`
-- `domain_stats(domain, model, attempts, passes, pass_rate, tasks)`
+- `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen, last_id, cost_usd,
+  tokens)`: `cost_usd` / `tokens` are the mean per record of the records that carry them (`outcome.cost_usd`,
+  `outcome.prompt_tokens + completion_tokens`: what production paid, as traces record it), NULL when none does
+- `domain_stats(domain, model, attempts, passes, pass_rate, tasks, cost_usd_per_task, cost_usd_total)`
 - `failure_cases`: one row per failing record with its class, exception type, traceback signature, the
   error's last line and the assistant's reply (the full record stays in `task_logs`, same `id`)
 - `failure_summary(domain, model, failure_type, n, tasks)`
@@ -35,7 +37,6 @@ from flywheel.mining.taxonomy import (
     MAX_TEXT_CHARS,
     REFUSAL_MAX_CHARS,
     REFUSAL_RE,
-    SQL_PASSED,
     TIMEOUT_RE,
     _sql_str,
     sql_exception_type_of_line,
@@ -59,6 +60,8 @@ class FailureReport:
     models: list[str] = field(default_factory=list)
     by_domain_type: dict[str, dict[str, int]] = field(default_factory=dict)
     pass_rate_by_domain: dict[str, float] = field(default_factory=dict)
+    cost_usd_per_task_by_domain: dict[str, float] = field(default_factory=dict)  # mean over the tasks with a cost
+    cost_usd_total: float = 0.0  # what the logged records cost production (outcome.cost_usd), all models
     signatures: int = 0
     history_rows: int = 0
     seconds: float = 0.0
@@ -70,25 +73,33 @@ class FailureReport:
 
     def markdown(self) -> str:
         """Counts by domain and failure type, as a Markdown table (for the Dagster UI)."""
-        head = "| domain | pass rate | " + " | ".join(FAILURE_TYPES) + " | failures |"
-        rows = [head, "|" + " --- |" * (len(FAILURE_TYPES) + 3)]
+        head = "| domain | pass rate | " + " | ".join(FAILURE_TYPES) + " | failures | cost/task (USD) |"
+        rows = [head, "|" + " --- |" * (len(FAILURE_TYPES) + 4)]
         for d in sorted(self.by_domain_type):
             c = self.by_domain_type[d]
             pr = self.pass_rate_by_domain.get(d)
+            cost = self.cost_usd_per_task_by_domain.get(d)
             cells = [d, "-" if pr is None else f"{pr:.3f}", *(str(c.get(t, 0)) for t in FAILURE_TYPES),
-                     str(sum(c.values()))]
+                     str(sum(c.values())), "-" if cost is None else f"{cost:.6f}"]
             rows.append("| " + " | ".join(cells) + " |")
         tot = {t: sum(c.get(t, 0) for c in self.by_domain_type.values()) for t in FAILURE_TYPES}
         rows.append("| **all** | " + (f"{self.passes / self.judged:.3f}" if self.judged else "-") + " | "
-                    + " | ".join(str(tot[t]) for t in FAILURE_TYPES) + f" | {self.failures} |")
+                    + " | ".join(str(tot[t]) for t in FAILURE_TYPES) + f" | {self.failures} | "
+                    + (f"{self.cost_usd_total:.6f} in all" if self.cost_usd_total else "-") + " |")
         return "\n".join(rows)
 
 
 def _observations_sql() -> str:
-    return f"""
-        SELECT id, task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
-               {SQL_PASSED.format(o='outcome')} AS passed
-        FROM task_logs"""
+    """Each record's judgement (`SQL_PASSED`'s rule) and what it cost production where its outcome records that,
+    from one parse of the outcome (a separate cost query parsing it again cost 2x this step)."""
+    return """
+        SELECT id, task_id, domain, model, log_date, timestamp,
+               CASE o[1] WHEN 'true' THEN true WHEN 'false' THEN false ELSE lower(o[2]) = 'success' END AS passed,
+               TRY_CAST(o[3] AS DOUBLE) AS cost_usd, TRY_CAST(o[4] AS DOUBLE) + TRY_CAST(o[5] AS DOUBLE) AS tokens
+        FROM (SELECT id, task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
+                     json_extract_string(outcome, ['$.passed', '$.status', '$.cost_usd', '$.prompt_tokens',
+                                                   '$.completion_tokens']) AS o
+              FROM task_logs)"""
 
 
 def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
@@ -197,22 +208,27 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
         CREATE OR REPLACE TEMP TABLE _mining_daily AS
         SELECT task_id, any_value(domain) AS domain, model, log_date,
                count(*) AS records, count(passed) AS attempts, count(*) FILTER (WHERE passed) AS passes,
-               min(timestamp) AS first_seen, max(timestamp) AS last_seen, arg_max(id, timestamp) AS last_id
+               min(timestamp) AS first_seen, max(timestamp) AS last_seen, arg_max(id, timestamp) AS last_id,
+               sum(cost_usd) AS cost_usd, count(cost_usd) AS costed, sum(tokens) AS tokens, count(tokens) AS tokened
         FROM ({_observations_sql()}) GROUP BY task_id, model, log_date
     """)
     run("task_stats", """
         CREATE OR REPLACE TABLE task_stats AS
         SELECT task_id, any_value(domain) AS domain, model, sum(attempts)::BIGINT AS attempts,
                sum(passes)::BIGINT AS passes, sum(passes) / nullif(sum(attempts), 0) AS pass_rate,
-               min(first_seen) AS first_seen, max(last_seen) AS last_seen, arg_max(last_id, last_seen) AS last_id
+               min(first_seen) AS first_seen, max(last_seen) AS last_seen, arg_max(last_id, last_seen) AS last_id,
+               sum(cost_usd) / nullif(sum(costed), 0) AS cost_usd, sum(tokens) / nullif(sum(tokened), 0) AS tokens,
+               sum(cost_usd) AS _cost_total
         FROM _mining_daily GROUP BY task_id, model
     """)
     run("domain_stats", """
         CREATE OR REPLACE TABLE domain_stats AS
         SELECT domain, model, sum(attempts)::BIGINT AS attempts, sum(passes)::BIGINT AS passes,
-               sum(passes) / nullif(sum(attempts), 0) AS pass_rate, count(*) AS tasks
+               sum(passes) / nullif(sum(attempts), 0) AS pass_rate, count(*) AS tasks,
+               avg(cost_usd) AS cost_usd_per_task, sum(_cost_total) AS cost_usd_total
         FROM task_stats GROUP BY domain, model ORDER BY domain, model
     """)
+    con.execute("ALTER TABLE task_stats DROP COLUMN _cost_total")
     # FSST compression analysis of 2.4M short texts costs ~15% of this step; dictionary/RLE still apply
     old = _setting(con, "disabled_compression_methods")
     if old is not None:
@@ -256,6 +272,10 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
         report.by_domain_type.setdefault(d, {})[t] = int(n)
     for d, a, p in con.execute("SELECT domain, sum(attempts), sum(passes) FROM domain_stats GROUP BY 1").fetchall():
         report.pass_rate_by_domain[d] = float(p) / float(a) if a else 0.0
+    for d, c in con.execute("SELECT domain, avg(cost_usd) FROM task_stats WHERE cost_usd IS NOT NULL GROUP BY 1").fetchall():
+        report.cost_usd_per_task_by_domain[d] = float(c)
+    report.cost_usd_total = float(con.execute("SELECT coalesce(sum(cost_usd_total), 0) FROM domain_stats")
+                                  .fetchall()[0][0])
     report.signatures = int(con.execute("SELECT count(*) FROM failure_signatures").fetchall()[0][0])
     report.history_rows = int(con.execute("SELECT count(*) FROM difficulty_history").fetchall()[0][0])
     con.execute("DROP TABLE IF EXISTS _mining_daily")

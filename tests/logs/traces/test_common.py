@@ -65,6 +65,11 @@ def test_mixed_folder_ingests_with_conservation_and_redaction(tmp_path, wh, rec,
     failing = {r[0] for r in wh.execute("SELECT id FROM failure_cases").fetchall()}
     assert {"langfuse-lf-trace-1", "langfuse-lf-trace-2"} <= failing and "otel-conv-42" not in failing
     assert mined.failures == len(failing) and mined.passes >= 2
+    # what each task cost production, from the traces' cost and token fields (issue 28: cost per task in mining)
+    stats = {r[0]: r[1:] for r in wh.execute("SELECT task_id, cost_usd, tokens FROM task_stats").fetchall()}
+    assert stats["geo-7"][0] == 0.0021 and stats["conv-42"] == (None, 76.0)  # OTLP: tokens, no cost recorded
+    assert abs(mined.cost_usd_total - (2 * 0.0021 + 0.001)) < 1e-12 and mined.cost_usd_per_task_by_domain["math"] == 0.0021  # + LangSmith 0.001
+    assert "cost/task (USD)" in mined.markdown() and "| 0.002100 |" in mined.markdown()
 
 
 def test_format_can_be_forced(tmp_path, wh, write_jsonl, langsmith_run) -> None:
