@@ -6,7 +6,6 @@ import dagster as dg
 from flywheel.monitoring.canary import CanaryConfig
 from flywheel.serving.champion import ServeConfig
 from flywheel_dagster.assets.config import config_class
-from flywheel_dagster.assets.metadata import latest_metadata
 from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.assets.traffic import SERVE_GPU
 from flywheel_dagster.resources.gpu import GpuResource, gpu_op_tags
@@ -20,6 +19,18 @@ LOG_PARTITION_TAG = "flywheel/log_partition"
 class CanaryRunConfig(config_class(CanaryConfig, "CanaryFields", "CanaryConfig's fields, then ServeConfig's as "
                                    "serve_*.", module=__name__, nested={"serve_": (ServeConfig, ())})):
     """The canary's size and rule (`.to_lib()` -> `CanaryConfig`) and how both models sample (`serve_*`)."""
+
+
+def served_records(instance: dg.DagsterInstance, day: str) -> int:
+    """Requests the flywheel served on `day` (its latest `production_traffic` that wrote the day; a re-run finds
+    the logs there and writes nothing), 0 when the day's logs are the user's."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("production_traffic"), asset_partitions=[day]), limit=20).records
+    for r in records:
+        md = r.asset_materialization.metadata
+        if getattr(md.get("written"), "value", md.get("written")) is True:
+            return int(getattr(md.get("records"), "value", md.get("records")) or 0)
+    return 0
 
 
 def canary_day(context: dg.AssetExecutionContext) -> str | None:
@@ -52,8 +63,7 @@ def canary(context: dg.AssetExecutionContext, config: CanaryRunConfig, gpu: GpuR
     from flywheel.serving.canary import canary_turn
 
     day, device = canary_day(context), gpu.torch_device(SERVE_GPU)
-    served = latest_metadata(context.instance, "production_traffic", day) if day else {}
-    records = int(served.get("records") or 0) if served.get("written") else 0
+    records = served_records(context.instance, day) if day else 0
     outcome, run = canary_turn(day or "", storage.paths(), records, config.to_lib(),
                                engine=rollout_engine.factory(device), serve=config.nested_lib("serve_"), device=device)
     if outcome is None:

@@ -78,6 +78,11 @@ def test_the_gate_makes_a_challenger_and_its_canary_on_live_requests_promotes_it
     pairs = (flywheel_home.home / "canary" / DAY / "flywheel-policy-2.jsonl").read_text().splitlines()
     assert len(pairs) == 60 and not (flywheel_home.raw_logs / DAY).exists()  # the canary never writes the day's logs
     assert reg.get("2").tags["flywheel.promoted"] == "true"
+    from flywheel_dagster.assets.canary import served_records
+
+    instance.report_runless_asset_event(dg.AssetMaterialization(  # a re-run of the day finds its logs there
+        "production_traffic", partition=DAY, metadata={"written": False, "records": 0}))
+    assert served_records(instance, DAY) == 200 and served_records(instance, "2026-12-09") == 0
     again = dg.materialize([canary], partition_key="tiny-test", instance=instance, resources=resources,
                            tags={"flywheel/log_partition": DAY})
     meta = next(iter(again.get_asset_materialization_events())).materialization.metadata
