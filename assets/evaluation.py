@@ -66,6 +66,7 @@ def eval_report(
         device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},
         engine=rollout_engine.factory(gpu.torch_device(EVAL_GPU)),
     )
+    storage.link_dagster_run(ev.eval_run_id, context.run_id)
     c = ev.candidate.contamination
     link = {"mlflow_run": dg.MetadataValue.url(mlflow_run_url(paths.mlflow_uri, ev.eval_run_id, storage.mlflow_ui()))
             } if ev.eval_run_id else {}

@@ -71,6 +71,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
                        telemetry=ray.telemetry(storage.telemetry()), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions},
                        **ray.training_kwargs(rollout_engine.generator_factory(), rollout_engine.sample_engine()))
+    storage.link_dagster_run(res.mlflow_run_id, context.run_id)
     return dg.MaterializeResult(
         metadata={**policy_metadata(res, log_partitions, start_label), **ray.metadata()},  # + Ray dashboard, fleet shares
         check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=res.sound,

@@ -191,6 +191,10 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
     canary = _materialization_metadata(model, "canary")  # phase 2 decides when the gate made a challenger
     decided = canary if canary.get("decided") else deployed
     served = _materialization_metadata(data, "production_traffic")
+    links = turn_links(defs, {"mlflow_training_run": _materialization_metadata(model, "rlvr_policy").get(
+        "mlflow_run_id"), "mlflow_eval_run": ev.eval_run_id}, {"dagster_data_run": data.run_id,
+                                                              "dagster_model_run": model.run_id})
+    progress("[turn] " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in links.items()))
     return {
         **summary,
         "checks_failed": check_failures(data, model),
@@ -207,7 +211,18 @@ def run_turn(cfg: TurnConfig, progress=print, log_level: str = "WARNING",
         "eval_vs_live": canary.get("eval_vs_live") or [],
         "dagster_runs": [data.run_id, model.run_id],
         "tracking_uri": paths.mlflow_uri,
+        "links": links,
     }
+
+
+def turn_links(defs: dg.Definitions, mlflow_runs: dict[str, str | None], dagster_runs: dict[str, str]) -> dict[str, str]:
+    """The turn's MLflow and Dagster runs as UI links, built when the turn is shown from the storage resource's
+    addresses (`mlflow_ui_url`, else the tracking server, else `make mlflow`'s; `dagster_ui_url`)."""
+    from flywheel.tracking import dagster_run_url, run_links
+
+    storage = defs.resources["storage"].process_config_and_initialize()
+    return {**run_links(storage.paths().mlflow_uri, mlflow_runs, storage.mlflow_ui_url),
+            **{k: dagster_run_url(storage.dagster_ui_url, v) for k, v in dagster_runs.items()}}
 
 
 def turn_days(first: str, n: int) -> list[str]:

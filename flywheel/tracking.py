@@ -16,6 +16,12 @@ from urllib.parse import quote
 DEFAULT_UI_URL = "http://127.0.0.1:5000"
 """Where `make mlflow` serves the UI of the local store (`$FLYWHEEL_HOME/mlflow.db`)."""
 
+DEFAULT_DAGSTER_UI_URL = "http://127.0.0.1:3000"
+"""Where `make dagster` (dagster dev) serves the Dagster UI; MLflow runs link back to their Dagster run there."""
+
+DAGSTER_RUN_TAG = "flywheel.dagster_run_id"
+"""The MLflow run tag naming the Dagster run that logged it (its link is in the run's description)."""
+
 NOTE_TAG = "mlflow.note.content"
 """The experiment tag the MLflow UI shows as the experiment's description."""
 
@@ -74,6 +80,41 @@ def mlflow_run_url(tracking_uri: str, run_id: str, ui: str = "") -> str:
 
     run = MlflowClient(tracking_uri=tracking_uri).get_run(run_id)
     return run_url(ui_base(tracking_uri, ui), run.info.experiment_id, run_id)
+
+
+def dagster_run_url(ui: str, run_id: str) -> str:
+    """The Dagster UI page of one run."""
+    return f"{ui.rstrip('/')}/runs/{run_id}"
+
+
+def link_dagster_run(tracking_uri: str, mlflow_run_id: str, dagster_run_id: str, dagster_ui: str) -> None:
+    """Mark MLflow run `mlflow_run_id` with the Dagster run that logged it: the `DAGSTER_RUN_TAG` tag, and a link
+    to the run's Dagster page at the start of its description (the MLflow UI renders it as Markdown)."""
+    from mlflow import MlflowClient  # heavy: only where a run was logged anyway
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    note = client.get_run(mlflow_run_id).data.tags.get(NOTE_TAG, "")
+    link = f"Dagster run: [{dagster_run_id}]({dagster_run_url(dagster_ui, dagster_run_id)})"
+    client.set_tag(mlflow_run_id, DAGSTER_RUN_TAG, dagster_run_id)
+    if link not in note:
+        client.set_tag(mlflow_run_id, NOTE_TAG, f"{link}\n\n{note}".strip())
+
+
+def run_links(tracking_uri: str, runs: dict[str, str | None], ui: str = "") -> dict[str, str]:
+    """The MLflow UI pages of `runs` (name -> run id), built now from the configured address (`ui_base`), so a
+    link printed today follows today's MLflow address; runs the store does not know are left out."""
+    from mlflow import MlflowClient  # heavy: only where a run was logged anyway
+    from mlflow.exceptions import MlflowException
+
+    client, base, out = MlflowClient(tracking_uri=tracking_uri), ui_base(tracking_uri, ui), {}
+    for name, run_id in runs.items():
+        if not run_id:
+            continue
+        try:
+            out[name] = run_url(base, client.get_run(run_id).info.experiment_id, run_id)
+        except MlflowException:
+            continue
+    return out
 
 
 def ensure_experiment(client: Any, name: str, artifact_location: str | None = None, description: str = "") -> str:

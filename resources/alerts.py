@@ -20,6 +20,7 @@ from pydantic import Field
 from flywheel.monitoring.alerts import Alert, AlertLog, Delivery
 from flywheel.monitoring.sequential import RollbackConfig
 from flywheel.monitoring.webhook import post_alert
+from flywheel.tracking import DEFAULT_DAGSTER_UI_URL
 
 WEBHOOK_ENV = "FLYWHEEL_ALERT_WEBHOOK"
 
@@ -43,7 +44,7 @@ class AlertResource(dg.ConfigurableResource):
                                                      f"environment: dg.EnvVar('{WEBHOOK_ENV}'). Empty: log only.")
     timeout_s: float = Field(default=5.0, gt=0, description="seconds one POST may take")
     retries: int = Field(default=3, ge=0, description="retries after a connection error, 429 or 5xx")
-    dagster_url: str = Field(default="http://127.0.0.1:3000", description="Dagster UI base URL alerts link to")
+    dagster_url: str = Field(default=DEFAULT_DAGSTER_UI_URL, description="Dagster UI base URL alerts link to")
 
     def deliver(self, alert: Alert, home: str | Path) -> Delivery | None:
         """Send `alert` once per incident (None: delivered before) and log it under `home`."""

@@ -20,7 +20,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from flywheel.paths import TRACKING_URI_ENV, FlywheelPaths, paths_from_environ
-from flywheel.tracking import DEFAULT_UI_URL, ui_base
+from flywheel.tracking import DEFAULT_DAGSTER_UI_URL, DEFAULT_UI_URL, ui_base
 from flywheel.train.common.telemetry import DEFAULT_EXPERIMENT, Telemetry
 from flywheel.warehouse import prepare
 
@@ -45,6 +45,8 @@ class StorageResource(dg.ConfigurableResource):
     mlflow_ui_url: str = Field(default="", description="MLflow UI base URL that asset metadata links to; empty = "
                                                        f"the tracking server when one is set, else {DEFAULT_UI_URL} "
                                                        "(`make mlflow`)")
+    dagster_ui_url: str = Field(default=DEFAULT_DAGSTER_UI_URL, description="Dagster UI base URL the MLflow runs "
+                                                                         "of training and evaluation link back to")
     releases_dir: str = Field(default="", description="folder watched for new base-model checkpoints; "
                                                       "empty = home/models/base")
     raw_logs_uri: str = Field(default="", description="one day of raw logs: file/folder/URI with {date} "
@@ -69,6 +71,13 @@ class StorageResource(dg.ConfigurableResource):
     def mlflow_ui(self) -> str:
         """The MLflow UI base URL links in asset metadata start with."""
         return ui_base(self.paths().mlflow_uri, self.mlflow_ui_url)
+
+    def link_dagster_run(self, mlflow_run_id: str | None, dagster_run_id: str) -> None:
+        """Link MLflow run `mlflow_run_id` (if any) back to the Dagster run that logged it."""
+        if mlflow_run_id:
+            from flywheel.tracking import link_dagster_run
+
+            link_dagster_run(self.paths().mlflow_uri, mlflow_run_id, dagster_run_id, self.dagster_ui_url)
 
     def telemetry(self) -> Telemetry:
         """An MLflow training-run logger bound to this store."""

@@ -159,5 +159,15 @@ def test_your_logs_drive_a_turn_as_the_readme_says(turn_env, capsys):
     assert data["logs_from"].startswith("your logs") and out["traffic_served_by"].startswith("none")
     assert (data["lines_read"], data["ingested"], data["quarantined"]) == (60, 60, 0)
     assert data["pool_model"] == "team-model:v3" and data["pool_by_domain"].get("math", 0) > 0
+    # links built when the turn is shown, both ways: MLflow's runs, and each MLflow run back to its Dagster run
+    from mlflow import MlflowClient
+
+    links = out["links"]
+    assert links["dagster_model_run"] == f"http://127.0.0.1:3000/runs/{out['dagster_runs'][1]}"
+    for key in ("mlflow_training_run", "mlflow_eval_run"):
+        assert links[key].startswith("http://127.0.0.1:5000/#/experiments/")
+        tags = MlflowClient(turn_env.mlflow_uri).get_run(links[key].rsplit("/", 1)[-1]).data.tags
+        assert tags["flywheel.dagster_run_id"] == out["dagster_runs"][1]
+        assert f"(http://127.0.0.1:3000/runs/{out['dagster_runs'][1]})" in tags["mlflow.note.content"]
     assert not [c for c in out["checks_failed"] if c["severity"] == "ERROR" and c["asset"] in
                 ("task_logs", "task_pool")]
