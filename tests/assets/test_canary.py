@@ -87,3 +87,19 @@ def test_the_gate_makes_a_challenger_and_its_canary_on_live_requests_promotes_it
                            tags={"flywheel/log_partition": DAY})
     meta = next(iter(again.get_asset_materialization_events())).materialization.metadata
     assert meta["decided"].value is False and "no challenger" in meta["reason"].value
+
+
+def test_the_turn_summary_prints_eval_beside_live():
+    from flywheel.monitoring.canary import Pair, canary_verdict, eval_vs_live
+    from flywheel_dagster.assets.turn_command import format_summary
+
+    verdict = canary_verdict([Pair(f"t{i}", "math", True, i % 3 == 0) for i in range(300)])
+    rows = eval_vs_live({"math": 0.5, "overall": 0.5}, {"math": 0.7, "overall": 0.7}, verdict)
+    text = format_summary({"day": DAY, "base_model": "tiny-test", "traffic_served_by": "flywheel-policy:1",
+                           "eval_before": {"math": 0.5, "overall": 0.5}, "eval_after": {"math": 0.7, "overall": 0.7},
+                           "promoted": False, "reason": f"kept flywheel-policy:1: {verdict.reason}",
+                           "gate": {"passed": True, "reason": "challenger flywheel-policy:2: passed the offline gate"},
+                           "canary": verdict.to_dict(), "eval_vs_live": rows})
+    assert "offline gate: challenger flywheel-policy:2" in text and "eval (held-out) vs live" in text
+    assert "| math | 0.500 | 0.700 | +0.200 | 1.000 | 0.333 | -0.667 [" in text
+    assert "promoted: no — kept flywheel-policy:1: canary:" in text
