@@ -1,19 +1,22 @@
-"""agent: the inventory tool environment (add/remove/check/finish towards a goal inventory; levels = changes).
+"""agent: the inventory tool environment (add/remove/check/finish towards a goal inventory; levels = changes:
+SFT 1-3, production 4-6, test 7).
 
 Everything agent is here: the tool environment (`inventory.py`), the tasks with their gold trajectories
-(`tasks.py`), the replaying verifier (`verifier.py`), hack probes (`probes.py`) and failure types
-(`failures.py`).
+(`tasks.py`), the worked plan an SFT target may carry before each call (`plan.py`), the replaying verifier
+(`verifier.py`), hack probes (`probes.py`) and failure types (`failures.py`).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 from flywheel.environments.agent.failures import agent_failure
 from flywheel.environments.agent.inventory import TOOLS, IllegalCall, InventoryEnv
 from flywheel.environments.agent.production import PROFILE
+from flywheel.environments.agent.tasks import PRODUCTION_LEVELS, SFT_LEVELS, TEST_LEVELS
 from flywheel.environments.base import Observation, Probe, task_from_dict
 from flywheel.environments.judging import require
 from flywheel.environments.suite import SuiteEnvironment
@@ -49,14 +52,16 @@ class AgentEnvironment(SuiteEnvironment):
     name = "agent"
     production = PROFILE
     task_fields = ("prompt", "tools", "initial_state", "goal")
-    levels_ = (1, 2, 3)
+    levels_ = SFT_LEVELS
     heldout_tasks = 60
     multi_turn = True
+    production_levels = MappingProxyType(PRODUCTION_LEVELS)
+    test_levels = TEST_LEVELS
 
     def suite(self, n: int, seed: int, level: int | None, keep: Callable[[Task], bool]) -> list[Task]:
         from flywheel.environments.agent.tasks import agent_suite
 
-        return agent_suite(n, seed, changes=(level,) if level else (1, 2, 3), keep=keep)
+        return agent_suite(n, seed, levels=(level,) if level else SFT_LEVELS, keep=keep)
 
     def make_verifier(self, context: Any) -> Any:
         from flywheel.environments.agent.verifier import AgentVerifier

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flywheel.environments.agent.inventory import IllegalCall, InventoryEnv
+from flywheel.environments.agent.tasks import SMALL_MAX
 from flywheel.environments.production import (
     REFUSALS,
     RUN_SLOT,
@@ -38,8 +39,9 @@ def dispatch(env, call):
 
 
 def difficulty(task: Task) -> float:
-    """0 (easy) .. 1 (hard) from how many items the goal changes."""
-    return (int((task.meta or {}).get("changes", 2)) - 1) / 2
+    """0 (easy) .. 1 (hard) from how many items the goal changes (a big goal count as one more)."""
+    big = any(v > SMALL_MAX for v in (task.reference or {}).get("goal", {}).values())
+    return min(1.0, (int((task.meta or {}).get("changes", 2)) - 1 + int(big)) / 2)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,9 +1,17 @@
-"""Multi-step tool-use tasks over the inventory environment, with gold trajectories."""
+"""Multi-step tool-use tasks over the inventory environment, with gold trajectories.
+
+A level is how many items the goal changes and how large the goal counts are (`LEVELS`). Levels 1-3 are the
+SFT distribution, one change first (1, 2, 3 changes, goal counts up to 12). Levels 4-6 are production only
+(`PRODUCTION_LEVELS` says from which world day): four changes, goal counts 13-20 (two or three changes), five
+changes. Level 7 is the frozen test suite's: four or five changes with a count of 13-20. Each level's prompts
+are its own by construction: a prompt shows how many items differ and whether a goal count exceeds 12.
+"""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from flywheel.environments.agent.inventory import TOOLS, InventoryEnv
 from flywheel.environments.task import Task, stable_task_id
@@ -38,12 +46,37 @@ def render_trajectory(initial: dict[str, int], calls: list[tuple[str, dict]]) ->
     return "".join(parts)
 
 
-def make_agent_task(rng: random.Random, n_changes: int = 2) -> Task:
+SMALL_MAX, BIG_MIN, BIG_MAX = 12, 13, 20
+"""Goal counts: up to 12 in the SFT levels; a big level has a goal count of 13-20 (initial counts are 0-9)."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """What tasks of one level look like: how many items change, and whether one goal count is big."""
+
+    changes: tuple[int, ...]
+    big: bool = False
+
+
+LEVELS = {1: Level((1,)), 2: Level((2,)), 3: Level((3,)),
+          4: Level((4,)), 5: Level((2, 3), big=True), 6: Level((5,)),
+          7: Level((4, 5), big=True)}
+SFT_LEVELS = (1, 2, 3)
+PRODUCTION_LEVELS = {4: 0, 5: 1, 6: 2}
+"""Production-only levels -> the first world day users ask them: four changes, big counts, five changes."""
+TEST_LEVELS = (7,)
+"""The frozen test suite: four or five changes with a big count (levels 4 and 5 at once, never asked)."""
+
+
+def make_agent_task(rng: random.Random, n_changes: int = 2, big: bool = False, level: int | None = None) -> Task:
+    """One task changing `n_changes` items; `big`: the first changed item's goal is 13-20 (the rest 0-20).
+    The SFT levels' random stream is the one tiny-v1 and tiny-v2 were built from."""
     items = rng.sample(ITEMS, k=min(len(ITEMS), n_changes + rng.randint(0, 1)))
     initial = {i: rng.randint(0, 9) for i in items}
     goal = dict(initial)
-    for item in rng.sample(items, k=n_changes):
-        choices = [v for v in range(0, 13) if v != initial[item]]
+    for j, item in enumerate(rng.sample(items, k=n_changes)):
+        lo, hi = (BIG_MIN, BIG_MAX) if big and j == 0 else (0, BIG_MAX if big else SMALL_MAX)
+        choices = [v for v in range(lo, hi + 1) if v != initial[item]]
         goal[item] = rng.choice(choices)
     prompt = f"Inventory: {_fmt(initial)}. Goal: {_fmt(goal)}. Use the tools, then call finish."
     calls = gold_trajectory(initial, goal)
@@ -53,17 +86,29 @@ def make_agent_task(rng: random.Random, n_changes: int = 2) -> Task:
         prompt=prompt,
         reference={"tools": TOOLS, "initial_state": initial, "goal": goal, "solution_calls": calls},
         solution=render_trajectory(initial, calls),
-        meta={"changes": n_changes},
+        meta={"changes": n_changes, **({"level": level} if level is not None else {})},
     )
 
 
-def agent_suite(n: int, seed: int, changes: tuple[int, ...] = (1, 2, 3), keep: Callable[[Task], bool] = lambda t: True) -> list[Task]:
+def task_level(initial: dict[str, int], goal: dict[str, int]) -> int:
+    """The level a task belongs to, read from its inventory and goal alone (what keeps levels disjoint)."""
+    changed = [k for k, v in goal.items() if v != initial.get(k, 0)]
+    big = any(v > SMALL_MAX for v in goal.values())
+    return next(lv for lv, spec in LEVELS.items() if len(changed) in spec.changes and spec.big == big)
+
+
+def agent_suite(n: int, seed: int, levels: tuple[int, ...] = SFT_LEVELS,
+                keep: Callable[[Task], bool] = lambda t: True) -> list[Task]:
+    """`n` distinct tasks of `levels`, deterministic in `seed` (each draw picks a level, then a task)."""
     rng = random.Random(seed)
     out: dict[str, Task] = {}
     for _ in range(n * 50):
         if len(out) >= n:
             break
-        t = make_agent_task(rng, rng.choice(changes))
+        level = rng.choice(levels)
+        spec = LEVELS[level]
+        changes = spec.changes[0] if len(spec.changes) == 1 else rng.choice(spec.changes)
+        t = make_agent_task(rng, changes, spec.big, level)
         if keep(t):
             out.setdefault(t.task_id, t)
     return list(out.values())

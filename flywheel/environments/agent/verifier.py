@@ -8,6 +8,9 @@ list-of-parts content; a list, one message, or their JSON text; see `trajectory_
 call, a tool the task does not offer, bad arguments, any call after `finish`), when the episode
 never ends with `finish`, when the end state misses the `goal`, and when an item outside the
 goal was changed (side effects count: the goal is the target inventory).
+
+A failed replay also carries `item_share` in its details: the share of the task's items it got right (see
+`item_share`), what an RL run may take as a partial-credit reward; `passed` and `reward` stay binary.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from flywheel.environments.judging import MAX_RESPONSE_CHARS, canonical, parts_t
 from flywheel.environments.toolcalls import RESULT_CLOSE, RESULT_OPEN, ToolCall, parse_calls
 from flywheel.environments.verdict import TaskError, Verdict, failed, passed
 
-VERSION = "agent-2"
+VERSION = "agent-3"
 MAX_CALLS = 64
 
 
@@ -130,6 +133,20 @@ def _task_parts(task: dict[str, Any]) -> tuple[set[str], dict[str, int], dict[st
     return names, dict(initial), dict(goal)
 
 
+def item_share(initial: dict[str, int], goal: dict[str, int], env: InventoryEnv) -> float:
+    """Share of the task's items right in `env`'s state (a replay, stopped at its first illegal call): each
+    item the goal changes is right at its goal count, finishing counts as one more item, and every item
+    left away from its goal or initial count (a side effect) counts as one more item wrong. 1.0 only when
+    the goal is reached with nothing else touched and the episode finished."""
+    def target(k: str) -> int:
+        return goal[k] if k in goal else initial.get(k, 0)
+
+    to_change = [k for k, v in goal.items() if v != initial.get(k, 0)]
+    strayed = [k for k in {*goal, *env.state} if k not in to_change and env.state.get(k, 0) != target(k)]
+    right = sum(env.state.get(k, 0) == goal[k] for k in to_change) + int(env.done)
+    return right / (len(to_change) + len(strayed) + 1)
+
+
 class AgentVerifier:
     """Task `{"prompt", "tools", "initial_state", "goal"}`; passes when the replay reaches the goal."""
 
@@ -155,16 +172,20 @@ class AgentVerifier:
         results: list[str] = []
         for i, c in enumerate(calls):
             if c.error:
-                return failed(f"illegal call #{i + 1}: {c.error}", step=i, **details)
-            if c.name not in tools:
-                return failed(f"illegal call #{i + 1}: tool {c.name!r} is not offered by the task", step=i, **details)
-            try:
-                results.append(env.call(c.name, c.arguments))
-            except IllegalCall as e:
-                return failed(f"illegal call #{i + 1}: {e}", step=i, **details)
-            except Exception as e:  # noqa: BLE001 - odd argument types must fail, never crash the judge
-                return failed(f"illegal call #{i + 1}: {type(e).__name__}: {e}", step=i, **details)
+                why = c.error
+            elif c.name not in tools:
+                why = f"tool {c.name!r} is not offered by the task"
+            else:
+                try:
+                    results.append(env.call(c.name, c.arguments))
+                    continue
+                except IllegalCall as e:
+                    why = str(e)
+                except Exception as e:  # noqa: BLE001 - odd argument types must fail, never crash the judge
+                    why = f"{type(e).__name__}: {e}"
+            return failed(f"illegal call #{i + 1}: {why}", step=i, item_share=item_share(initial, goal, env), **details)
         details["end_state"] = dict(env.state)
+        details["item_share"] = item_share(initial, goal, env)
         if isinstance(response, str):
             claimed = _claimed_results(response)
             details["claimed_results_match"] = claimed == results[: len(claimed)]
