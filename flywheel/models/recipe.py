@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flywheel.defaults import DEFAULT_BASE_MODEL
+from flywheel.environments.code import CodeEnvironment
 from flywheel.train.common.sft import SftConfig
+
+AGENT_FORMATS = ("direct", "plan")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,12 @@ class TinyModelRecipe:
                                                               "experiment knob (label noise for RL to repair); "
                                                               "tiny-v2 has none"})
     math_format: str = field(default="scratchpad", metadata={"help": "math SFT targets: scratchpad (digit by digit) | gold"})
+    agent_format: str = field(default="direct", metadata={
+        "help": "agent SFT targets: direct (the calls alone) | plan (a worked plan before each call: each goal "
+                "item's counts and their difference digit by digit, flywheel.environments.agent.plan)"})
+    code_levels: tuple[int, ...] = field(default=(1,), metadata={
+        "help": "code SFT levels whose train tasks join the mix, n_code from each (a code environment without "
+                "levels: its one suite)"})
     extra_domains: tuple[str, ...] = field(default=(), metadata={
         "help": "installed environments' domains (e.g. rg.gcd) whose gold solutions join the SFT mix and the "
                 "tokenizer corpus, so the model can learn them in RL"})
@@ -46,17 +55,32 @@ class TinyModelRecipe:
     eval_k: int = field(default=8, metadata={"help": "samples per task for pass@k at build time"})
     threads: int = field(default=1, metadata={"help": "torch CPU threads while building (1 is fastest for a tiny model on a busy box)"})
 
+    def __post_init__(self) -> None:
+        if self.agent_format not in AGENT_FORMATS:
+            raise ValueError(f"agent_format must be one of {AGENT_FORMATS}, got {self.agent_format!r}")
+        if not self.code_levels:
+            raise ValueError("code_levels must name at least one level")
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["sft"] = self.sft.to_dict()  # hashes as before its loop's constants became fields
         if not self.extra_domains:  # a recipe without extra domains hashes as before they existed
             d.pop("extra_domains"), d.pop("n_extra")
+        for name in LATER_FIELDS:  # at their default: hashes as before the field existed
+            if d[name] == TinyModelRecipe.__dataclass_fields__[name].default:
+                d.pop(name)
+        if "code_levels" in d:
+            d["code_levels"] = list(d["code_levels"])
         return d
 
     def hash(self) -> str:
         """Content hash of the recipe (the build cache key)."""
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
+
+LATER_FIELDS = ("agent_format", "code_levels")
+"""Recipe fields declared after tiny-v1 and tiny-v2 were built: left out of the hash at their default, so
+those builds stay cached."""
 
 QUICK = TinyModelRecipe(
     release="tiny-quick", hidden_size=64, n_layers=2, n_heads=2, intermediate_size=128,
@@ -82,7 +106,13 @@ CLEAN = TinyModelRecipe(release="tiny-v2", math_noise=0.0)
 """tiny-v1's recipe without injected label noise (no wrong final answers after correct work): the honest base,
 whose weaknesses are its own rather than repaired noise."""
 
-RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-v2": CLEAN, "tiny-quick": QUICK, "tiny-mix": MIX}
+PLAN = TinyModelRecipe(release="tiny-v3", math_noise=0.0, agent_format="plan", n_agent=3000,
+                       code_levels=CodeEnvironment.levels_ or (1,), sft=SftConfig(steps=2000, max_len=384))
+"""tiny-v2 (the clean base) with a worked plan before each agent call and three times the agent SFT data,
+taught every code SFT level: the base whose agent domain is learnable (docs/models.md)."""
+
+RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-v2": CLEAN, "tiny-v3": PLAN,
+                                       "tiny-quick": QUICK, "tiny-mix": MIX}
 
 
 def is_tiny_release(name: str) -> bool:

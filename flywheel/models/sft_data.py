@@ -1,4 +1,5 @@
-"""The tiny model's SFT data: train-suite gold solutions, math worked digit by digit, some answers wrong.
+"""The tiny model's SFT data: train-suite gold solutions, math worked digit by digit (some answers wrong where
+the recipe injects noise), agent calls with or without a worked plan before each, code per SFT level.
 
 The noise is what makes the tiny model a good RL starting point: the correct answer stays
 the mode, but temperature-1 samples are diffuse, so pass@1 sits well below pass@k and
@@ -10,8 +11,11 @@ from __future__ import annotations
 import random
 import re
 
+from flywheel.environments.agent.plan import render_plan_trajectory
+from flywheel.environments.registry import default_environments
+from flywheel.environments.task import Task
 from flywheel.models.recipe import TinyModelRecipe
-from flywheel.tasks.suites import train_suite
+from flywheel.tasks.suites import TRAIN_SEED, train_suite
 
 _OP = re.compile(r"(\d+) ([+\-*]) (\d+) = (\d+)")
 
@@ -85,6 +89,29 @@ MAX_EXTRA_CHARS = 380
 reasoning-gym text): left out rather than taught without its answer."""
 
 
+def agent_target(task: Task, agent_format: str) -> str:
+    """An agent task's SFT target: its gold calls (`direct`), or with a worked plan before each (`plan`)."""
+    if agent_format == "plan":
+        return render_plan_trajectory(task.reference["initial_state"], task.reference["goal"])
+    return task.solution
+
+
+def code_tasks(recipe: TinyModelRecipe) -> list[Task]:
+    """`n_code` code train tasks from each of `recipe.code_levels`; a code environment without levels has one
+    suite, which only the default `(1,)` may ask for."""
+    env = default_environments().for_domain("code")
+    have = env.levels("code")
+    if not have:
+        if tuple(recipe.code_levels) != (1,):
+            raise ValueError(f"code_levels {recipe.code_levels}: the code environment has no levels")
+        return train_suite("code", recipe.n_code)
+    out: dict[str, Task] = {}
+    for lv in recipe.code_levels:
+        for t in env.tasks("code", "train", recipe.n_code, TRAIN_SEED, level=lv):
+            out.setdefault(t.task_id, t)
+    return list(out.values())
+
+
 def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
     """(domain, prompt, response) training examples: train suites only, math partly noisy."""
     rng = random.Random(recipe.seed)
@@ -94,8 +121,8 @@ def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
         if rng.random() < recipe.math_noise:
             sol = _perturb_answer(sol, t.reference["answer"], rng)
         out.append(("math", t.prompt, sol))
-    out += [("code", t.prompt, t.solution) for t in train_suite("code", recipe.n_code)]
-    out += [("agent", t.prompt, t.solution) for t in train_suite("agent", recipe.n_agent)]
+    out += [("code", t.prompt, t.solution) for t in code_tasks(recipe)]
+    out += [("agent", t.prompt, agent_target(t, recipe.agent_format)) for t in train_suite("agent", recipe.n_agent)]
     for domain in recipe.extra_domains:  # installed environments' domains: their gold solutions
         out += [(domain, t.prompt, t.solution) for t in train_suite(domain, recipe.n_extra)
                 if len(t.prompt) + len(t.solution) <= MAX_EXTRA_CHARS]
