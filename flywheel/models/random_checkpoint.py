@@ -52,11 +52,14 @@ QWEN_ADDED = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response
 SHAPES: dict[str, dict[str, Any]] = {
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
                  num_key_value_heads=1, max_position_embeddings=512, vocab_size=0),
+    "small": dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
+                  num_key_value_heads=2, max_position_embeddings=2048, vocab_size=32000),
     "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
                  num_key_value_heads=2, max_position_embeddings=32768, vocab_size=151936),
 }
-"""Model shapes: `tiny` (head_dim 32, what vLLM's CPU attention accepts; vocab = the tokenizer's) and
-Qwen2.5-0.5B's (494M parameters with its 151,936-row embedding)."""
+"""Model shapes: `tiny` (head_dim 32, what vLLM's CPU attention accepts; vocab = the tokenizer's), `small`
+(~40M parameters: what a CPU benchmark of training costs can afford) and Qwen2.5-0.5B's (494M parameters with
+its 151,936-row embedding)."""
 
 
 def qwen_style_tokenizer(vocab_size: int = 400) -> Any:

@@ -133,7 +133,9 @@ class Registry:
         tags = {"flywheel.role": role, "flywheel.model_path": model_path, "flywheel.source_path": str(src)}
         if Path(model_path).is_dir() and (digest := weights_hash(model_path)):
             tags[WEIGHTS_TAG] = digest  # what a server must load for this version (flywheel.monitoring.weights)
-        for k, v in (lineage or {}).items():
+        from flywheel.train.common.lora import adapter_lineage  # a LoRA adapter: its base model, rank
+
+        for k, v in {**adapter_lineage(model_path), **(lineage or {})}.items():
             if v is None:
                 continue
             tags[f"flywheel.{k}"] = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)

@@ -1,8 +1,9 @@
 """Load any Hugging Face causal LM from a local folder: how users bring Qwen, Llama, or the tiny model.
 
 Offline only (`local_files_only=True`): the folder must hold `config.json`, the weights
-(safetensors) and the tokenizer files with a chat template (`flywheel.rollout.chat`). The tokenizer is set
-to left padding and gets a pad token (EOS) if it has none, which is what batched sampling needs. Both rollout engines,
+(safetensors) and the tokenizer files with a chat template (`flywheel.rollout.chat`), or be a LoRA adapter
+folder over such a checkpoint. The tokenizer is set to left padding and gets a pad token (EOS) if it has
+none, which is what batched sampling needs. Both rollout engines,
 the trainer and the base-model resolver load checkpoints through here.
 """
 
@@ -15,14 +16,16 @@ import torch
 
 from flywheel.progress import quiet_transformers_bars
 
+ADAPTER_CONFIG = "adapter_config.json"
+"""A peft adapter folder's config (`flywheel.train.common.lora`): loaded over its base, merged."""
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def is_checkpoint_dir(path: str | Path) -> bool:
-    """True if `path` looks like an HF causal-LM folder (config + weights)."""
+    """True if `path` looks like an HF causal-LM folder (config + weights) or a LoRA adapter folder over one."""
     p = Path(path)
     has_weights = any(p.glob("*.safetensors")) or any(p.glob("*.bin"))
-    return p.is_dir() and (p / "config.json").is_file() and has_weights
+    return p.is_dir() and has_weights and ((p / "config.json").is_file() or (p / ADAPTER_CONFIG).is_file())
 
 
 def load_tokenizer(path: str | Path) -> Any:
@@ -41,7 +44,8 @@ def load_tokenizer(path: str | Path) -> Any:
 
 def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
                trainable: bool = False) -> tuple[Any, Any]:
-    """(model, tokenizer) from a local checkpoint folder; eval mode unless `trainable`."""
+    """(model, tokenizer) from a local checkpoint folder; eval mode unless `trainable`. A LoRA adapter folder
+    loads as its base with the adapter merged in (`flywheel.train.common.lora.load_adapter_model`)."""
     from transformers import AutoModelForCausalLM  # heavy: loaded only when a checkpoint is
 
     quiet_transformers_bars()
@@ -50,6 +54,11 @@ def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
         raise FileNotFoundError(f"{p} is not a Hugging Face checkpoint folder (config.json + *.safetensors)")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    if not (p / "config.json").is_file():
+        from flywheel.train.common.lora import load_adapter_model  # an adapter folder
+
+        model, tok = load_adapter_model(p, device=device, dtype=dtype)
+        return model.train(trainable), tok
     model = AutoModelForCausalLM.from_pretrained(str(p), local_files_only=True, dtype=DTYPES[dtype])
     model.to(device)
     model.train(trainable)

@@ -5,7 +5,8 @@ call rebuilds masks and walks a deep module stack; for small models that overhea
 of the time. This path reuses the model's own modules and weights (so `update_weights` and
 the trainer's in-place updates apply), writes K/V into fixed buffers, and builds one
 boolean mask per step. Supported: `llama` and `qwen2` configs (RoPE via the model's own
-rotary module, GQA, q/k/v biases); anything else uses the generic `DynamicCache` path.
+rotary module, GQA, q/k/v biases), peft-wrapped too (LoRA layers are called as modules, so the
+adapters apply); anything else uses the generic `DynamicCache` path.
 `tests/rollout/test_torch_engine.py` checks its log-probs against a plain HF forward pass.
 """
 
@@ -19,7 +20,14 @@ import torch.nn.functional as F
 SUPPORTED = ("llama", "qwen2")
 
 
+def hf_model(model: Any) -> Any:
+    """The transformers model under a peft wrapper (its LoRA layers are injected in place, so calling its
+    modules applies the adapters), else `model` itself."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
 def supports(model: Any) -> bool:
+    model = hf_model(model)
     cfg = getattr(model, "config", None)
     if cfg is None or getattr(cfg, "model_type", "") not in SUPPORTED:
         return False
@@ -46,6 +54,7 @@ class KVDecoder:
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
         self._rope = apply_rotary_pos_emb
+        model = hf_model(model)
         cfg = model.config
         inner = model.model
         self.embed, self.layers, self.norm = inner.embed_tokens, inner.layers, inner.norm

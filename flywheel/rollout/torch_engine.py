@@ -61,6 +61,7 @@ def _draw(logp: torch.Tensor, sampling: SamplingParams, gen: torch.Generator) ->
 
 def _cache_kwarg(model: Any) -> str:
     """transformers >= 5.2x calls the KV cache argument `cache`; older releases `past_key_values`."""
+    model = kv_llama.hf_model(model)  # a peft wrapper's forward takes **kwargs: ask the model under it
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 

@@ -14,6 +14,10 @@ protocol and rollout record as the torch engine, same multi-step tool loop (it o
   blob to every worker, where `flywheel.rollout.vllm_worker.WeightSyncExtension` calls the
   model runner's `reload_weights`; then the prefix cache is reset (its KV was computed by
   the old weights). No checkpoint is written. The same path runs on GPU.
+- LoRA (`max_lora_rank > 0`): vLLM starts with LoRA enabled over the base checkpoint, and
+  `set_adapter(folder, version)` points every later request at that peft adapter folder (a
+  `LoRARequest` with a new id per version, loaded by vLLM on its first use): the adapter-only sync
+  of a LoRA run, a few MB written instead of every weight sent (`flywheel.train.grpo.vllm_generator`).
 - Log-probs are `processed_logprobs`: after temperature, like the torch engine.
 - vLLM starts its workers with `spawn`: a script that builds this engine needs an
   `if __name__ == "__main__":` guard.
@@ -76,6 +80,15 @@ def checkpoint_max_len(path: str | Path) -> int | None:
     return int(n) if n else None
 
 
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The `max_lora_rank` values vLLM accepts."""
+
+
+def vllm_lora_rank(rank: int) -> int:
+    """The smallest rank vLLM accepts that holds an adapter of `rank`."""
+    return next((r for r in VLLM_LORA_RANKS if r >= rank), rank)
+
+
 def serialize_weights(state_dict: Mapping[str, Any]) -> bytes:
     """The weights as one safetensors blob (contiguous CPU tensors, tied tensors copied apart)."""
     from safetensors.torch import save
@@ -96,13 +109,15 @@ class VllmEngine:
         self.eos_id: int = tokenizer.eos_token_id
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.last_sync_ms: float | None = None
+        self.lora_request: Any = None  # the adapter every request uses (set_adapter); None: the base weights
         self._calls = itertools.count()
 
     @classmethod
     def from_pretrained(cls, path: str | Path, dtype: str = "float32", gpu_memory_utilization: float = 0.5,
                         max_model_len: int | None = None, enforce_eager: bool = True, seed: int = 0,
-                        kv_cache_gib: float = 0.5, **kw: Any) -> VllmEngine:
-        """Start vLLM on the checkpoint folder `path` (30-60 s on CPU, multi-process)."""
+                        kv_cache_gib: float = 0.5, max_lora_rank: int = 0, **kw: Any) -> VllmEngine:
+        """Start vLLM on the checkpoint folder `path` (30-60 s on CPU, multi-process); `max_lora_rank` > 0
+        enables LoRA adapters up to that rank (`set_adapter`)."""
         vllm = _import_vllm()
         ckpt_len = checkpoint_max_len(path)
         if max_model_len is None or max_model_len <= 0:
@@ -113,6 +128,8 @@ class VllmEngine:
                                     max_model_len=max_model_len, enforce_eager=enforce_eager,
                                     tensor_parallel_size=1, worker_extension_cls=EXTENSION,
                                     logprobs_mode="processed_logprobs")
+        if max_lora_rank > 0:
+            args.update(enable_lora=True, max_loras=1, max_lora_rank=vllm_lora_rank(max_lora_rank))
         if on_cpu():
             args.update(enable_chunked_prefill=False, kv_cache_memory_bytes=int(kv_cache_gib * 2**30))
         else:
@@ -129,6 +146,16 @@ class VllmEngine:
         if any(r.get("version") != int(version) for r in reports):
             raise RuntimeError(f"vLLM weight sync: workers report {reports}, expected version {version}")
         self.llm.reset_prefix_cache()  # cached KV of the old weights must not be reused
+        self.policy_version = int(version)
+        self.last_sync_ms = (time.perf_counter() - t0) * 1000
+
+    def set_adapter(self, folder: str | Path, version: int) -> None:
+        """Sample every later request with the peft adapter in `folder` (a LoRA engine), tagged `version`."""
+        from vllm.lora.request import LoRARequest
+
+        t0 = time.perf_counter()
+        self.lora_request = LoRARequest(f"flywheel-policy-v{int(version)}", int(version) + 1, str(folder))
+        self.llm.reset_prefix_cache()
         self.policy_version = int(version)
         self.last_sync_ms = (time.perf_counter() - t0) * 1000
 
@@ -158,7 +185,7 @@ class VllmEngine:
             for i in range(n)
         ]
         prompts = [{"prompt_token_ids": list(c)} for c in contexts]
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        outs = self.llm.generate(prompts, params, use_tqdm=False, lora_request=self.lora_request)
         res = []
         for o in outs:
             c = o.outputs[0]

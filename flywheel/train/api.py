@@ -16,6 +16,7 @@ from typing import Any
 from flywheel.paths import FlywheelPaths
 from flywheel.tasks.base import Task
 from flywheel.train.common.difficulty import record_difficulty, training_model_name
+from flywheel.train.common.lora import LORA_FIELDS
 from flywheel.train.common.placement import PLACEMENT_FIELDS
 from flywheel.train.common.result import TrainResult
 from flywheel.train.common.taskset import build_task_set
@@ -47,7 +48,7 @@ def rft_stage_config(config: TrainConfig, rft: RftConfig | None, log_date: dt.da
     placement (backend, ZeRO stage, device), so both stages update through the same backend."""
     return (rft or RftConfig()).replace(seed=day_seed(config.seed, log_date),
                                         num_threads=config.num_threads or RftConfig().num_threads,
-                                        **{n: getattr(config, n) for n in PLACEMENT_FIELDS})
+                                        **{n: getattr(config, n) for n in (*PLACEMENT_FIELDS, *LORA_FIELDS)})
 
 
 def train_policy(

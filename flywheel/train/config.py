@@ -110,6 +110,10 @@ class TrainConfig:
     adaptive_prior: bool = option(True, "Unseen tasks start at their domain's observed pass rate instead of "
                                         "pass_rate_prior.")
     pass_rate_momentum: float = option(0.5, "EMA weight of the old pass rate when a group's result arrives.", ge=0, le=1)
+    partial_credit: bool = option(False, "Reward a failed rollout with partial credit where its verifier reports "
+                                         "one (agent: half its share of items right, flywheel.train.grpo.reward): "
+                                         "groups of failures get signal. Only the reward: evaluation, pass rates "
+                                         "and the dev split stay binary.")
     dynamic_sampling: bool = option(True, "Drop groups whose rewards are all equal and refill the batch (DAPO).")
     max_refill_rounds: int = option(1, "Extra generation rounds to refill dropped groups before updating anyway.", ge=0)
     # pipelining

@@ -18,6 +18,7 @@ from flywheel.rollout import task_prompt, tool_factory
 from flywheel.rollout.torch_engine import TorchEngine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
+from flywheel.train.common.lora import adapter_state, is_lora
 from flywheel.verifiers.batch import score_batch
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 
@@ -89,8 +90,8 @@ class PolicyGenerator:
     def sync(self, module: torch.nn.Module, version: int) -> None:
         if self.shared:
             self.engine.policy_version = int(version)
-        else:
-            self.engine.update_weights(module.state_dict(), version)
+        else:  # a LoRA policy sends its adapters alone: the base weights never change
+            self.engine.update_weights(adapter_state(module) if is_lora(module) else module.state_dict(), version)
         self.version = int(version)
 
     def generate(self, tasks: Sequence[Task], n: int, sampling: SamplingParams, max_tool_steps: int = 6) -> list[list[Rollout]]:

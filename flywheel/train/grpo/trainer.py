@@ -42,6 +42,7 @@ from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.dev import DevTracker
 from flywheel.train.grpo.horizon import BudgetClock, HorizonPlanner
 from flywheel.train.grpo.pipeline import RolloutPipeline
+from flywheel.train.grpo.reward import reward_fn
 from flywheel.train.grpo.scheduler import TaskScheduler
 from flywheel.train.grpo.step import batch_metrics, make_producer, update_policy
 
@@ -133,7 +134,8 @@ def train_rlvr(
     builds the training rollouts' generator (default `PolicyGenerator`: the torch engine in process; a
     Ray rollout fleet or a vLLM engine plug in here); one with a `close()` is closed with the run.
     """
-    run = _start(config, inputs, score_fn or default_score_fn(), telemetry, resume, generator_factory)
+    rewards = reward_fn(score_fn or default_score_fn(), config.partial_credit)  # binary unless partial_credit
+    run = _start(config, inputs, rewards, telemetry, resume, generator_factory)
     end = config.steps if stop_after is None else min(config.steps, run.start_step + stop_after)
     status, reason = "FAILED", "failed"
     try:

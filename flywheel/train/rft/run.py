@@ -28,6 +28,7 @@ from typing import Any
 from flywheel.gpu import GpuSpec, resolve_device
 from flywheel.rollout.checkpoint import load_model
 from flywheel.tasks.base import Task
+from flywheel.train.common.lora import apply_lora, is_lora, lora_of, write_adapter_info
 from flywheel.train.common.placement import placement_of
 from flywheel.train.common.rollouts import ScoreFn, default_score_fn
 from flywheel.train.common.sft import SftConfig, supervised_finetune
@@ -102,7 +103,7 @@ def run_rft(
         if not examples:
             raise ValueError(f"RFT found no verified response to train on: {counts.to_dict()}")
         torch.manual_seed(config.seed)
-        model.train()
+        model = apply_lora(model, lora_of(config), model_dir).train()  # lora_rank 0: the model itself
         losses = supervised_finetune(model, tokenizer, [(e.domain, e.prompt, e.response) for e in examples],
                                      sft_config(config), placement_of(config, device), desc="RFT fine-tuning")
         t2 = time.perf_counter()
@@ -123,6 +124,8 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
+    if is_lora(model):
+        write_adapter_info(out, {"stage": "rft"})
     info = {"stage": "rft", "base_model": str(model_dir), "config": config.to_dict(), **result.to_dict()}
     (out / "flywheel_rft.json").write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
     with (out / "rft_dataset.jsonl").open("w") as f:
