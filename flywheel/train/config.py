@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
+from flywheel.train.common.lora import lora_option
 from flywheel.train.common.placement import placement_option
 from flywheel.train.common.schedule import OptimSpec
 
@@ -123,6 +124,9 @@ class TrainConfig:
     backend: str = placement_option("backend")
     zero_stage: int = placement_option("zero_stage")
     device: str = placement_option("device")
+    lora_rank: int = lora_option("lora_rank")
+    lora_alpha: float = lora_option("lora_alpha")
+    lora_targets: str = lora_option("lora_targets")
     checkpoint_every: int = option(10, "Checkpoint every N steps (0 = only at the end).", ge=0)
     num_threads: int = option(0, "torch intra-op threads for the run (0 = 1 on CPU, where more threads spin-wait "
                                  "on a shared machine; torch's default on a GPU).", ge=0)

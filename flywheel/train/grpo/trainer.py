@@ -28,10 +28,11 @@ import torch
 from flywheel.gpu import GpuSpec, resolve_device
 from flywheel.paths import FlywheelPaths
 from flywheel.progress import progress_bar, quiet_transformers_bars
-from flywheel.rollout.checkpoint import load_model
+from flywheel.rollout.checkpoint import is_checkpoint_dir, load_model
 from flywheel.tasks.base import Task
 from flywheel.train.common.backend import UpdateBackend, make_backend
 from flywheel.train.common.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from flywheel.train.common.lora import apply_lora, is_lora, load_adapter_weights, lora_of, write_adapter_info
 from flywheel.train.common.manifest import build_manifest
 from flywheel.train.common.placement import placement_of
 from flywheel.train.common.result import TrainResult
@@ -165,6 +166,8 @@ def _start(cfg: TrainConfig, inputs: RunInputs, score_fn: ScoreFn, telemetry: Te
     torch.manual_seed(cfg.seed)
     model, tokenizer = load_policy(inputs.base_model, device)
     ref_model = copy.deepcopy(model).eval().requires_grad_(False) if cfg.kl_coef > 0 else None
+    base_path = None if isinstance(inputs.base_model, tuple) else inputs.base_model
+    model = apply_lora(model, lora_of(cfg), base_path)  # lora_rank 0: the model itself
     backend = make_backend(model, cfg.optim(), placement_of(cfg, device), cfg.micro_batch_size)
     scheduler = TaskScheduler(
         inputs.tasks, cfg.domain_weights, seed=cfg.seed, pass_rates=inputs.pass_rates, target=cfg.target_pass_rate,
@@ -313,9 +316,12 @@ def _finish(run: _Run, end: int, status: str, reason: str) -> TrainResult:
         run.tele.log_artifact(curve)
     best = run.dev.best_step
     if finished:
-        if best is not None and best != end and (run.best_dir / "config.json").exists():
-            best_model, _ = load_policy(run.best_dir, "cpu")
-            run.backend.module.load_state_dict(best_model.state_dict())
+        if best is not None and best != end and is_checkpoint_dir(run.best_dir):
+            if is_lora(run.backend.module):
+                load_adapter_weights(run.backend.module, run.best_dir)
+            else:
+                best_model, _ = load_policy(run.best_dir, "cpu")
+                run.backend.module.load_state_dict(best_model.state_dict())
         policy_dir = run.inputs.policy_dir
         save_policy(run.backend.module, run.tokenizer, policy_dir,
                     {"config": run.cfg.to_dict(), "manifest": run.manifest, "mlflow_run_id": run.tele.run_id,
@@ -348,5 +354,7 @@ def save_policy(module: torch.nn.Module, tokenizer: Any, out: Path, info: Mappin
     quiet_transformers_bars()
     module.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
+    if is_lora(module):  # an adapter folder: its base and that base's fingerprint beside it
+        write_adapter_info(out)
     (out / "flywheel_train.json").write_text(json.dumps(dict(info), indent=1, sort_keys=True, default=str))
     return out

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
+from flywheel.train.common.lora import LORA_FIELDS, lora_option
 from flywheel.train.common.placement import PLACEMENT_FIELDS, placement_option
 
 RFT_PREFIX = "rft_"
 """Where the RFT stage's fields appear beside TrainConfig's: `--rft-steps`, Dagster `rft_steps`."""
-RFT_RUN_FIELDS = ("seed", *PLACEMENT_FIELDS, "num_threads")
+RFT_RUN_FIELDS = ("seed", *PLACEMENT_FIELDS, *LORA_FIELDS, "num_threads")
 """RftConfig fields a training run sets from its own config and resources, not shown as RFT settings: the
 placement (backend, ZeRO stage, device) is the run's, so both stages update through the same backend."""
 
@@ -58,6 +59,9 @@ class RftConfig:
     backend: str = placement_option("backend")
     zero_stage: int = placement_option("zero_stage")
     device: str = placement_option("device")
+    lora_rank: int = lora_option("lora_rank")
+    lora_alpha: float = lora_option("lora_alpha")
+    lora_targets: str = lora_option("lora_targets")
     num_threads: int = option(1, "torch intra-op threads while the stage runs (0 = leave torch's default); "
                                  "1 is fastest for the tiny model on a shared CPU.")
 
