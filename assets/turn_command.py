@@ -60,18 +60,20 @@ def format_data_side(s: dict) -> str:
 
 
 def format_summary(s: dict) -> str:
-    """The turn's before/after table: pass@1 at the serving temperature and greedy, per domain."""
-    domains = [d for d in s["eval_after"] if d != "overall"] + ["overall"]
+    """The turn's before/after table: pass@1 at the serving temperature and greedy, per suite and domain."""
+    from flywheel.tasks.world_suites import SUITES, suite_of
+
+    domains = sorted(s["eval_after"], key=lambda u: (SUITES.index(suite_of(u)), u.endswith("overall")))
     gb, ga = s.get("eval_before_greedy") or {}, s.get("eval_after_greedy") or {}
     nan = float("nan")
     lines = [f"flywheel turn for {s['day']} on base model {s['base_model']} "
              f"(traffic served by {s['traffic_served_by']})", "",
-             f"{'domain':<10}{'before':>10}{'after':>10}{'diff':>10}"
+             f"{'suite/domain':<20}{'before':>10}{'after':>10}{'diff':>10}"
              + (f"{'greedy before':>16}{'greedy after':>14}" if ga else "")]
     lines[1:1] = ["", format_data_side(s)] if s.get("data") else []
     for d in domains:
         b, a = s["eval_before"].get(d, nan), s["eval_after"].get(d, nan)
-        row = f"{d:<10}{b:>10.3f}{a:>10.3f}{a - b:>+10.3f}"
+        row = f"{d:<20}{b:>10.3f}{a:>10.3f}{a - b:>+10.3f}"
         if ga:
             row += f"{gb.get(d, nan):>16.3f}{ga.get(d, nan):>14.3f}"
         lines.append(row)

@@ -90,7 +90,8 @@ def check_choices(obj: Any) -> None:
     for f in dataclasses.fields(obj):
         allowed = f.metadata.get("choices")
         value = getattr(obj, f.name)
-        if allowed is not None and value not in allowed:
+        items = value if isinstance(value, (tuple, list)) else (value,)  # a tuple field: each of its items
+        if allowed is not None and any(v not in allowed for v in items):
             raise ValueError(f"unknown {f.name} {value!r}; valid: {', '.join(map(str, allowed))}")
         rng: Range | None = f.metadata.get("range")
         for where, v in _values(value):
@@ -123,6 +124,8 @@ class FieldSpec:
     choices: tuple[Any, ...] | None = None
     item: type | None = None
     range: Range | None = None
+    variadic: bool = False
+    """A `tuple[X, ...]` field: any number of items (a fixed tuple takes as many as its default)."""
 
     @property
     def flag(self) -> str:
@@ -153,8 +156,9 @@ def field_specs(cls: type, exclude: Iterable[str] = ()) -> list[FieldSpec]:
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
         if kind is dict:
             default = dict(default)
+        variadic = kind is tuple and Ellipsis in typing.get_args(hints[f.name])
         out.append(FieldSpec(f.name, kind, default, f.metadata.get("help", ""), f.metadata.get("choices"), item,
-                             f.metadata.get("range")))
+                             f.metadata.get("range"), variadic))
     return out
 
 
@@ -229,8 +233,10 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, exclude: Iterable[s
             kw.update(type=mapping_parser(spec.item or str, spec.range), metavar="KEY=VALUE,...")
         elif spec.kind is tuple:
             item = spec.item or str
-            kw.update(type=bounded(item, spec.range) if item in (int, float) else item, nargs=len(spec.default),
-                      metavar=item.__name__.upper())
+            kw.update(type=bounded(item, spec.range) if item in (int, float) else item,
+                      nargs="*" if spec.variadic else len(spec.default), metavar=item.__name__.upper())
+            if spec.choices is not None:
+                kw["choices"] = spec.choices
         elif spec.kind in (int, float):
             kw["type"] = bounded(spec.kind, spec.range)
         else:

@@ -1,4 +1,5 @@
-"""`flywheel evaluate MODEL_PATH`: held-out evaluation of a checkpoint (optionally against a baseline or the champion)."""
+"""`flywheel evaluate MODEL_PATH`: evaluation of a checkpoint on the held-out, production and frozen test suites
+(optionally against a baseline or the champion); `--suite test` scores the frozen test suite alone."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from flywheel.commands.rollback import (
 )
 from flywheel.config_fields import ConfigHelpFormatter, add_flags, from_args
 from flywheel.evaluation.suites import EvalConfig
+from flywheel.tasks.world_suites import SUITES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--tasks", dest="tasks_per_domain", type=domain_counts, default=argparse.SUPPRESS,
                        metavar="DOMAIN:COUNT,...", help="held-out tasks per domain, e.g. math:5,code:3 (domains "
                                                         "left out are not evaluated; same as --tasks-per-domain)")
+    group.add_argument("--suite", dest="suites", nargs="+", choices=SUITES, default=argparse.SUPPRESS,
+                       metavar="SUITE", help="evaluation suites, e.g. --suite test for the frozen test suite alone "
+                                             "(same as --suites)")
     p.add_argument("--out", default=None, help="write report.md, pass_rates.png, report.json here")
     p.add_argument("--mlflow", action="store_true", help="also log the report as an MLflow run")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])

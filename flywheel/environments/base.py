@@ -281,6 +281,17 @@ class BaseEnvironment(ABC):
     def heldout_size(self, domain: str) -> int:
         return DEFAULT_HELDOUT_SIZE
 
+    def production_tasks(self, domain: str, split: str, n: int, seed: int, day: int | None = None) -> list[Task]:
+        """Up to `n` tasks as production serves the domain on world day `day` (0 = the first day of the logs;
+        None = every shift so far: the production evaluation suite). Default: no shift, the training
+        distribution (`tasks`)."""
+        return self.tasks(domain, split, n, seed)
+
+    def test_tasks(self, domain: str, n: int) -> list[Task]:
+        """The frozen test suite: shifted further than production, read only by `flywheel evaluate --suite test`
+        and the final report. Default: none."""
+        return []
+
     def task_from_log(self, task_id: str, prompt: str, reference: dict[str, Any]) -> dict[str, Any] | None:
         return None
 

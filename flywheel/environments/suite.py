@@ -3,12 +3,19 @@ object built once, and hack probes that validation and verifier construction bot
 
 The split is by a hash of the prompt (one prompt in five is held out), so no seed or size ever lets a
 held-out prompt into training, and `tasks(d, "heldout", ...)` is the evaluation set whatever asks.
+
+Three distributions, disjoint by construction (each level is its own templates or sizes):
+- the SFT distribution: `levels_`, what the base model is taught and replay draws from (`tasks`);
+- production: the SFT levels plus `production_levels`, which appear on later world days (drift): what
+  simulated users ask (`production_tasks`), so some failures exist only in the logs;
+- the frozen test suite: `test_levels`, in neither of the others (`test_tasks`, its own seed space).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from flywheel.environments.base import (
@@ -22,6 +29,9 @@ from flywheel.environments.base import (
 from flywheel.environments.task import Task
 from flywheel.environments.verdict import Verdict
 
+TEST_SEED = 77_000
+"""The frozen test suite's seed: no other suite or training draw uses it."""
+
 
 class SuiteEnvironment(BaseEnvironment):
     """One built-in domain: the environment's name is the domain's.
@@ -34,6 +44,10 @@ class SuiteEnvironment(BaseEnvironment):
     family = "builtin"
     levels_: tuple[int, ...] = ()
     heldout_tasks: int = DEFAULT_HELDOUT_SIZE
+    production_levels: Mapping[int, int] = MappingProxyType({})
+    """Production-only levels (never in the SFT data) -> the first world day production asks them."""
+    test_levels: tuple[int, ...] = ()
+    """The frozen test suite's levels: in neither the SFT data nor production."""
 
     def __init__(self, verifiers: Any = None) -> None:
         self._reg = verifiers
@@ -67,9 +81,37 @@ class SuiteEnvironment(BaseEnvironment):
         if domain != self.name:
             raise ValueError(f"environment {self.name!r} serves only domain {self.name!r}, not {domain!r}")
         check_split(split)
-        if level is not None and level not in self.levels_:
-            raise ValueError(f"{domain}: level must be one of {self.levels_ or '(none: no difficulty knob)'}, "
+        allowed = (*self.levels_, *self.production_levels)  # test levels only through test_tasks
+        if level is not None and level not in allowed:
+            raise ValueError(f"{domain}: level must be one of {allowed or '(none: no difficulty knob)'}, "
                              f"got {level!r}")
+
+    def world_levels(self, day: int | None = None) -> tuple[int, ...]:
+        """The levels production asks on world day `day` (None: every one that ever appears)."""
+        later = tuple(lv for lv, first in sorted(self.production_levels.items()) if day is None or first <= day)
+        return (*self.levels_, *later)
+
+    def production_tasks(self, domain: str, split: str, n: int, seed: int, day: int | None = None) -> list[Task]:
+        self._check(domain, split, None)
+        want = split == "heldout"
+        return self._mixed(n, seed, self.world_levels(day), lambda t: is_heldout(t.prompt) == want)
+
+    def test_tasks(self, domain: str, n: int) -> list[Task]:
+        self._check(domain, "heldout", None)
+        return self._mixed(n, TEST_SEED, self.test_levels, lambda t: True) if self.test_levels else []
+
+    def _mixed(self, n: int, seed: int, levels: tuple[int, ...], keep: Callable[[Task], bool]) -> list[Task]:
+        """`n` tasks spread evenly over `levels`, interleaved; a prefix of a longer draw (sizes only add tasks)."""
+        if not levels:
+            return self.suite(n, seed, None, keep)
+        per = -(-n // len(levels))
+        drawn = [self.suite(per, seed * 1_009 + lv, lv, keep) for lv in levels]
+        out: dict[str, Task] = {}
+        for i in range(per):
+            for ts in drawn:
+                if i < len(ts):
+                    out.setdefault(ts[i].task_id, ts[i])
+        return list(out.values())[:n]
 
     def tasks(self, domain: str, split: str, n: int, seed: int, level: int | None = None) -> list[Task]:
         self._check(domain, split, level)

@@ -27,6 +27,7 @@ from flywheel.progress import progress_bar
 from flywheel.rollout import EngineSpec, generate_for_tasks, open_engine
 from flywheel.rollout.types import Rollout, SamplingParams
 from flywheel.tasks.base import Task
+from flywheel.tasks.world_suites import suite_of, unit_name
 from flywheel.verifiers import score_batch
 from flywheel.verifiers.verdict import Verdict
 
@@ -112,10 +113,10 @@ class EvalReport:
         return {d: round(m[GREEDY].value, 4) for d, m in self.metrics.items() if GREEDY in m}
 
     def scores(self, domain: str | None = None) -> dict[str, float]:
-        return {t.task_id: t.pass1 for t in self.tasks if domain in (None, t.domain)}
+        return {t.task_id: t.pass1 for t in self.tasks if in_unit(t.domain, domain)}
 
     def greedy_scores(self, domain: str | None = None) -> dict[str, float]:
-        return {t.task_id: float(t.greedy) for t in self.tasks if t.greedy is not None and domain in (None, t.domain)}
+        return {t.task_id: float(t.greedy) for t in self.tasks if t.greedy is not None and in_unit(t.domain, domain)}
 
     def failure_counts(self, greedy: bool = False) -> dict[str, dict[str, int]]:
         """Failing samples per domain by failure type (`greedy`: of the greedy samples instead)."""
@@ -139,13 +140,29 @@ class EvalReport:
         }
 
 
+def overall_name(suite: str) -> str:
+    """The unit pooling one suite's tasks: `overall` (heldout), `production/overall`, `test/overall`."""
+    return unit_name(suite, "overall")
+
+
+def in_unit(task_unit: str, unit: str | None) -> bool:
+    """Whether a task reported under `task_unit` counts in `unit` (None: every task; a suite's overall:
+    that suite's tasks; else the unit itself)."""
+    if unit is None:
+        return True
+    if unit == "overall" or unit.endswith("/overall"):
+        return suite_of(task_unit) == suite_of(unit)
+    return task_unit == unit
+
+
 def aggregate(results: Sequence[TaskResult], config: EvalConfig) -> dict[str, dict[str, Estimate]]:
-    """Each metric per domain and overall with a seeded bootstrap CI over tasks."""
+    """Each metric per unit (a suite's domain) and per suite overall, with a seeded bootstrap CI over tasks."""
     out: dict[str, dict[str, Estimate]] = {}
     groups: dict[str, list[TaskResult]] = {}
     for r in results:
         groups.setdefault(r.domain, []).append(r)
-    groups["overall"] = list(results)
+    for suite in dict.fromkeys(suite_of(r.domain) for r in results) or ("heldout",):
+        groups[overall_name(suite)] = [r for r in results if suite_of(r.domain) == suite]
     for name, rs in groups.items():
         cols = {
             "pass@1": [r.pass1 for r in rs],
@@ -247,7 +264,10 @@ def evaluate(
         groups = generate(list(ts), config)
         per = (time.perf_counter() - t) * 1000 / max(1, len(ts) * config.n_samples)
         greedy = generate(list(ts), replace(config, n_samples=1, temperature=0.0)) if config.greedy else None
-        results.extend(score_rollouts(ts, groups, config, score=score, batch_latency_ms=per, greedy=greedy))
+        scored = score_rollouts(ts, groups, config, score=score, batch_latency_ms=per, greedy=greedy)
+        if domain != ts[0].domain:  # another suite's unit: named, and its task ids kept apart, by suite
+            scored = [replace(r, domain=domain, task_id=f"{suite_of(domain)}/{r.task_id}") for r in scored]
+        results.extend(scored)
         bar.update(len(ts))
     bar.close()
     report = EvalReport(model=model, config=config, tasks=results, metrics=aggregate(results, config))
@@ -300,10 +320,10 @@ def compare(candidate: EvalReport, baseline: EvalReport, tolerance: float = REGR
     diffs: dict[str, Estimate] = {}
     greedy: dict[str, Estimate] = {}
     domains = sorted({t.domain for t in candidate.tasks})
-    for d in [*domains, "overall"]:
-        dom = None if d == "overall" else d
-        diffs[d] = _paired(candidate.scores(dom), baseline.scores(dom), cfg)
-        cg, bg = candidate.greedy_scores(dom), baseline.greedy_scores(dom)
+    overalls = [overall_name(s) for s in dict.fromkeys(suite_of(d) for d in domains)] or ["overall"]
+    for d in [*domains, *overalls]:
+        diffs[d] = _paired(candidate.scores(d), baseline.scores(d), cfg)
+        cg, bg = candidate.greedy_scores(d), baseline.greedy_scores(d)
         if cg and bg:
             greedy[d] = _paired(cg, bg, cfg)
     regressions = tuple(d for d in domains if diffs[d].n and diffs[d].value < -tolerance)

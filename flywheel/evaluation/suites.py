@@ -19,6 +19,7 @@ from flywheel.config_fields import check_choices, option
 from flywheel.defaults import SERVING_TEMPERATURE
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import DOMAINS, HELDOUT_SIZE, heldout_suite
+from flywheel.tasks.world_suites import SUITES, suite_tasks, unit_name
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,23 @@ class EvalConfig:
     domain_tasks: Mapping[str, int] = option({}, "held-out tasks per domain of the installed environments, merged "
                                                  "into tasks_per_domain: a domain, a glob (rg.*) or family:NAME, "
                                                  "e.g. {\"rg.*\": 20} (each matched domain gets 20)", ge=0)
+    suites: tuple[str, ...] = option(SUITES, "evaluation suites: heldout (the SFT distribution's held-out split, "
+                                             "the regression guard), production (held-out draws from what "
+                                             "production asks, drift included: where a gain must show), test "
+                                             "(the frozen test suite: reported, never read by the gate)",
+                                     choices=SUITES)
+    test_tasks: int = option(100, "tasks per domain of the test suite (at most the domain's tasks_per_domain)",
+                             ge=0)
     price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens", ge=0)
     price_per_1k_completion_tokens: float = option(0.0015, "USD per 1000 completion tokens", ge=0)
     n_boot: int = option(1000, "bootstrap resamples per interval", ge=1)
     alpha: float = option(0.05, "1 - confidence level of every interval", gt=0, le=1)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "suites", tuple(self.suites))  # a report's JSON gives a list
         check_choices(self)  # ranges, finiteness
+        if not self.suites or len(set(self.suites)) != len(self.suites):
+            raise ValueError(f"EvalConfig.suites must name one or more of {SUITES} once each, got {self.suites!r}")
         unknown = set(self.tasks_per_domain) - set(DOMAINS)
         if unknown:  # beyond math/code/agent: a domain of an installed environment
             from flywheel.environments.registry import default_environments
@@ -111,10 +122,21 @@ def derived_seed(subject: str, inputs: Sequence[str]) -> int:
 
 
 def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:
-    """The first `tasks_per_domain[d]` held-out tasks of each domain (deterministic, independent of seed);
-    an environment's domain generates only as many as asked."""
-    return {d: heldout_suite(d, None if d in DOMAINS else config.tasks_per_domain[d])[: config.tasks_per_domain[d]]
-            for d in config.domains}
+    """Each suite's first tasks of each domain (deterministic, independent of seed), keyed by report unit
+    (`math`, `production/math`, `test/math`): `tasks_per_domain[d]` per domain (`test_tasks` at most in
+    the test suite); an environment's domain generates only as many as asked, and a suite a domain lacks
+    is left out."""
+    out: dict[str, list[Task]] = {}
+    for suite in (s for s in SUITES if s in config.suites):
+        for d in config.domains:
+            n = config.tasks_per_domain[d] if suite != "test" else min(config.test_tasks, config.tasks_per_domain[d])
+            if suite == "heldout":
+                ts = heldout_suite(d, None if d in DOMAINS else n)[:n]
+            else:
+                ts = suite_tasks(suite, d, n) if n else []
+            if ts:
+                out[unit_name(suite, d)] = ts
+    return out
 
 
 _WS = re.compile(r"\s+")
@@ -163,6 +185,7 @@ def contamination(
 ) -> ContaminationReport:
     """Which eval tasks the training prompts contain; `near` = share of a task's `ngram`-grams seen in training."""
     tasks = [t for ts in eval_set.values() for t in ts] if isinstance(eval_set, Mapping) else list(eval_set)
+    tasks = list({t.task_id: t for t in tasks}.values())  # a task in two suites is one eval prompt
     train = [p for p in train_prompts if p]
     train_norm = {normalize_prompt(p) for p in train}
     train_grams: set[tuple[str, ...]] = set()

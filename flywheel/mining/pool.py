@@ -39,6 +39,7 @@ from flywheel.mining.config import MiningConfig
 from flywheel.mining.pool_runs import record_pool_run
 from flywheel.mining.textsim import heldout_overlap, near_duplicate_pairs
 from flywheel.tasks.suites import DOMAINS, heldout_suite
+from flywheel.tasks.world_suites import production_suite, test_suite
 from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL
 from flywheel.world.responder import text_from_messages
 
@@ -82,9 +83,14 @@ class PoolReport:
 
 
 def heldout_prompts(domains: tuple[str, ...] | None = None) -> list[tuple[str, str, str]]:
-    """(domain, task_id, prompt) of every held-out evaluation task (the decontamination reference)."""
-
-    return [(t.domain, t.task_id, t.prompt) for d in (domains or DOMAINS) for t in heldout_suite(d)]
+    """(domain, task_id, prompt) of every evaluation task (the decontamination reference): each domain's
+    held-out, production and frozen test suites, at their default sizes (a smaller evaluation is a prefix)."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for d in domains or DOMAINS:
+        heldout = heldout_suite(d)
+        for t in (*heldout, *production_suite(d, len(heldout)), *test_suite(d, len(heldout))):
+            out.setdefault(t.task_id, (t.domain, t.task_id, t.prompt))
+    return list(out.values())
 
 
 def current_model(con: duckdb.DuckDBPyConnection, config: MiningConfig) -> str | None:

@@ -30,6 +30,7 @@ from flywheel.evaluation.suites import EvalConfig
 from flywheel.paths import FlywheelPaths
 from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
 from flywheel.rollout import EngineSpec
+from flywheel.tasks.world_suites import suite_of
 from flywheel.warehouse import connect
 
 
@@ -75,6 +76,19 @@ class CandidateEval:
                     "eval_seconds": round(self.candidate.wall_s + self.champion.wall_s, 1)})
         return out
 
+    def by_suite(self) -> dict[str, dict[str, Any]]:
+        """Each evaluation suite's before/after pass@1 per domain (and overall), with the paired difference and
+        its interval: `heldout` (in-distribution), `production`, `test` (the frozen suite, never gated)."""
+        out: dict[str, dict[str, Any]] = {}
+        before, after = self.champion.pass_rates(), self.candidate.pass_rates()
+        for unit, e in self.comparison.diffs.items():
+            suite = suite_of(unit)
+            dom = unit.partition("/")[2] if suite != "heldout" else unit
+            s = out.setdefault(suite, {"before": {}, "after": {}, "diff": {}, "ci": {}})
+            s["before"][dom], s["after"][dom] = before.get(unit), after.get(unit)
+            s["diff"][dom], s["ci"][dom] = round(e.value, 4), [round(e.lo, 4), round(e.hi, 4)]
+        return out
+
     def summary(self) -> dict[str, Any]:
         """What `flywheel turn --json` prints: before (champion) and after (candidate) pass rates at the
         serving temperature and greedy, the paired differences, failure types, the shared seed."""
@@ -90,6 +104,7 @@ class CandidateEval:
             "failure_types": {"before": self.champion.failure_counts(), "after": self.candidate.failure_counts()},
             "eval_seed": self.candidate.config.seed,
             "eval_seed_note": self.seed_note,
+            "suites": self.by_suite(),
             "regressions": list(self.comparison.regressions),
             "contamination": self.candidate.contamination.to_dict() if self.candidate.contamination else None,
             "eval_run_id": self.eval_run_id,

@@ -1,8 +1,9 @@
 """The promotion gate: a pre-declared statistical test of candidate against champion.
 
 Both models are scored on the same held-out tasks and compared task by task (paired). The rule, per
-*unit* (a domain; with `non_inferiority_by="family"` an environment's many small domains pooled as one
-family):
+*unit* (a suite's domain: `math` in-distribution, `production/math` as production asks it; with
+`non_inferiority_by="family"` an environment's many small domains pooled as one family). The frozen test
+suite's units (`test/...`) are never read here: a recipe tuned against the gate can not tune against them.
 
 - **a gain**: some unit's paired interval, Bonferroni-widened for the m units a gain could come from
   (confidence 1 - alpha/m), lies wholly above `margin`. A real turn's gain is often carried by one
@@ -28,6 +29,7 @@ from typing import Any
 from flywheel.config_fields import check_choices, option
 from flywheel.evaluation.metrics import Estimate
 from flywheel.evaluation.runner import Comparison
+from flywheel.tasks.world_suites import GATED_SUITES, suite_of
 
 PRIMARY_ANY = "any"
 PRIMARY_OVERALL = "overall"
@@ -98,7 +100,7 @@ def _ci(e: Estimate) -> str:
 def non_inferiority_units(comparison: Comparison, gate: GateConfig) -> dict[str, Estimate]:
     """The units the gate judges: domains, with rolled-up families in place of their domains when
     `non_inferiority_by` is family."""
-    units = {d: e for d, e in comparison.diffs.items() if d != PRIMARY_OVERALL}
+    units = {d: e for d, e in comparison.diffs.items() if gated(d) and not is_overall(d)}
     if gate.non_inferiority_by == "family":
         for fam, doms in comparison.families.items():
             if fam in comparison.family_diffs:
@@ -106,6 +108,15 @@ def non_inferiority_units(comparison: Comparison, gate: GateConfig) -> dict[str,
                     units.pop(d, None)
                 units[f"family:{fam}"] = comparison.family_diffs[fam]
     return units
+
+
+def gated(unit: str) -> bool:
+    """Whether the gate may read `unit`: never the frozen test suite's (`test/...`)."""
+    return suite_of(unit.removeprefix("family:")) in GATED_SUITES
+
+
+def is_overall(unit: str) -> bool:
+    return unit == PRIMARY_OVERALL or unit.endswith("/" + PRIMARY_OVERALL)
 
 
 def _failing(units: dict[str, Estimate], gate: GateConfig) -> tuple[str, ...]:
@@ -130,7 +141,8 @@ def primaries(comparison: Comparison, gate: GateConfig, units: dict[str, Estimat
     """What a gain may be shown on: every unit ('any'), or the one pre-declared metric."""
     if gate.primary == PRIMARY_ANY:
         return {u: e for u, e in units.items() if e.n}
-    found = {**comparison.diffs, **{f"family:{f}": e for f, e in comparison.family_diffs.items()}}
+    found = {u: e for u, e in {**comparison.diffs, **{f"family:{f}": e for f, e in comparison.family_diffs.items()}
+                               }.items() if gated(u)}
     if gate.primary not in found:
         raise ValueError(f"gate primary {gate.primary!r} is not in the evaluation; it has "
                          f"{sorted(found)} (or 'any')")

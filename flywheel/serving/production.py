@@ -22,7 +22,7 @@ from flywheel.paths import FlywheelPaths
 from flywheel.rollout import EngineSpec
 from flywheel.serving.champion import ChampionResponder, ServeConfig, make_champion_responder
 from flywheel.world.simulated_model import SIMULATED_MODEL
-from flywheel.world.traffic import TrafficConfig, generate_day, write_day
+from flywheel.world.traffic import TrafficConfig, generate_day, world_day, write_day
 
 SIMULATED_SERVER = SIMULATED_MODEL.split(":")[0]
 """What `served_by` says before any champion exists: the simulated production model."""
@@ -85,7 +85,7 @@ def serve_production_day(day: str, paths: FlywheelPaths, config: ProductionConfi
     served_by = responder.model_id if responder is not None else SIMULATED_SERVER
     paths.raw_logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".incoming-{day}-", dir=paths.raw_logs) as tmp:
-        traffic = generate_day(day, cfg.records, cfg.seed, responder)
+        traffic = generate_day(day, cfg.records, cfg.seed, responder, world_day=world_day(paths.raw_logs, day))
         written = write_day(tmp, traffic, TrafficConfig().shard_size)
         if folder.exists():  # a folder without log files (nothing ingest reads): the shards move in
             for shard in sorted(written.iterdir()):

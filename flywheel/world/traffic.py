@@ -5,8 +5,10 @@ Nothing here is real user data. Every record is marked: the serving model is
 (ingest keeps unknown top-level fields in `extra`) plus `"sim"`, the responder's ground
 truth (`failure_mode`, `p_success`) that mining never reads but tests compare against.
 
-A simulated day draws tasks from the training suites of the domains whose environments have a
-`production` profile (the built-in ones: their share, universe and system prompt) and serves each
+A simulated day draws tasks from what production asks of the domains whose environments have a
+`production` profile (the built-in ones: their share, universe and system prompt): the SFT distribution
+plus production-only levels that appear on later world days (`world_day`: 0 on the first day of the logs),
+so each day's logs hold failures the base model's training never showed it. It serves each
 several times (so pass rates exist) through a `Responder` (`flywheel.world.responder`): by
 default the made-up model of `flywheel.world.simulated_model`, in the closed loop the deployed
 champion (`flywheel.serving.champion`). About 1% of lines are malformed and a few are delivered
@@ -30,7 +32,8 @@ from flywheel.environments.builtin import BUILTIN_ENVIRONMENTS
 from flywheel.environments.production import ProductionProfile
 from flywheel.environments.registry import default_environments
 from flywheel.environments.task import Task, stable_task_id
-from flywheel.tasks.suites import heldout_suite, train_suite
+from flywheel.tasks.suites import heldout_suite
+from flywheel.tasks.world_suites import production_suite
 from flywheel.world.responder import BatchResponder, Responder, text_from_messages
 from flywheel.world.simulated_model import SIMULATED_MODEL, SimulatedResponder
 
@@ -79,8 +82,24 @@ class DayTraffic:
 
 
 @functools.lru_cache(maxsize=16)
-def _universe(domain: str, n: int) -> tuple[Task, ...]:
-    return tuple(train_suite(domain, n))
+def _universe(domain: str, n: int, world_day: int) -> tuple[Task, ...]:
+    return tuple(production_suite(domain, n, split="train", day=world_day))
+
+
+def world_day(raw_logs: str | Path, day: Date | str) -> int:
+    """Day `day`'s index in the simulated world: days since the first log day under `raw_logs` (0 when it is
+    the first), so a fresh home's turns walk the world's drift in order and a re-run sees the same day."""
+    day = Date.fromisoformat(day) if isinstance(day, str) else day
+    found = []
+    folder = Path(raw_logs)
+    if folder.is_dir():
+        for p in folder.iterdir():
+            try:
+                found.append(Date.fromisoformat(p.name))
+            except ValueError:
+                continue
+    first = min([day, *found])
+    return (day - first).days
 
 
 @functools.lru_cache(maxsize=4)
@@ -100,14 +119,15 @@ def _variant(task: Task, rng: random.Random) -> Task:
                 {**task.meta, "variant_of": task.task_id})
 
 
-def day_tasks(day: Date, n: int, rng: random.Random, config: TrafficConfig) -> list[Task]:
-    """The `n` requests of a day: each domain serves a random subset of its universe ~`repeats` times."""
+def day_tasks(day: Date, n: int, rng: random.Random, config: TrafficConfig, world_day: int = 0) -> list[Task]:
+    """The `n` requests of a day: each domain serves a random subset of its universe on world day `world_day`
+    (what production asks by then) ~`repeats` times."""
     domains, weights = zip(*config.domain_mix, strict=True)
     picks = rng.choices(domains, weights, k=n)
     universe = dict(config.universe)
     active: dict[str, list[Task]] = {}
     for d in domains:
-        pool = list(_universe(d, universe.get(d, 200)))
+        pool = list(_universe(d, universe.get(d, 200), world_day))
         k = max(1, min(len(pool), round(picks.count(d) / max(config.repeats, 1e-9))))
         active[d] = rng.sample(pool, k)
     out = []
@@ -159,12 +179,12 @@ def _malform(rec: dict[str, Any], rng: random.Random) -> tuple[str, bytes]:
 
 def generate_records(day: Date, n_records: int, seed: int, responder: Responder | None = None,
                      model: str = SIMULATED_MODEL, config: TrafficConfig | None = None,
-                     rng: random.Random | None = None) -> Iterator[dict[str, Any]]:
+                     rng: random.Random | None = None, world_day: int = 0) -> Iterator[dict[str, Any]]:
     """`n_records` well-formed log records of one day (dicts in the JSONL format), time-ordered."""
     cfg = config or TrafficConfig()
     rng = rng or random.Random(f"traffic:{seed}:{day.isoformat()}")
     responder = responder or SimulatedResponder(model=model)
-    tasks = day_tasks(day, n_records, rng, cfg)
+    tasks = day_tasks(day, n_records, rng, cfg, world_day)
     if isinstance(responder, BatchResponder):
         responses = responder.respond_batch(tasks, rng)
     else:
@@ -193,7 +213,7 @@ def generate_records(day: Date, n_records: int, seed: int, responder: Responder 
 
 
 def generate_day(day: Date | str, n_records: int, seed: int, responder: Responder | None = None,
-                 model: str = SIMULATED_MODEL, config: TrafficConfig | None = None) -> DayTraffic:
+                 model: str = SIMULATED_MODEL, config: TrafficConfig | None = None, world_day: int = 0) -> DayTraffic:
     """One day as JSONL lines (bytes, since some are deliberately not valid UTF-8)."""
     day = Date.fromisoformat(day) if isinstance(day, str) else day
     cfg = config or TrafficConfig()
@@ -201,7 +221,7 @@ def generate_day(day: Date | str, n_records: int, seed: int, responder: Responde
     n_dup = sum(rng.random() < cfg.duplicate_rate for _ in range(n_records))
     out = DayTraffic(day, [])
     good: list[bytes] = []
-    for rec in generate_records(day, n_records - n_dup, seed, responder, model, cfg, rng):
+    for rec in generate_records(day, n_records - n_dup, seed, responder, model, cfg, rng, world_day):
         out.records += 1
         mode = (rec.get("sim") or {}).get("failure_mode") or "success"
         out.failure_modes[mode] = out.failure_modes.get(mode, 0) + 1
@@ -234,13 +254,15 @@ def write_day(out_dir: str | Path, traffic: DayTraffic, shard_size: int = 20_000
 
 def simulate_day(out_dir: str | Path, date: Date | str, n_records: int, seed: int,
                  responder: Responder | None = None, model: str = SIMULATED_MODEL,
-                 config: TrafficConfig | None = None) -> Path:
+                 config: TrafficConfig | None = None, world_day_index: int | None = None) -> Path:
     """Write one day of SIMULATED traffic (`n_records` lines) as JSONL; deterministic in `seed`.
 
+    `world_day_index`: the day's place in the world's drift (None: `world_day(out_dir, date)`).
     Returns `out_dir/YYYY-MM-DD/`. Re-running with the same arguments rewrites identical files.
     """
     cfg = config or TrafficConfig()
-    return write_day(out_dir, generate_day(date, n_records, seed, responder, model, cfg), cfg.shard_size)
+    wd = world_day(out_dir, date) if world_day_index is None else world_day_index
+    return write_day(out_dir, generate_day(date, n_records, seed, responder, model, cfg, wd), cfg.shard_size)
 
 
 def simulate_days(out_dir: str | Path, start: Date | str, days: int, n_records: int, seed: int,
@@ -248,5 +270,6 @@ def simulate_days(out_dir: str | Path, start: Date | str, days: int, n_records: 
                   config: TrafficConfig | None = None) -> list[Path]:
     """`days` consecutive simulated days starting at `start`."""
     start = Date.fromisoformat(start) if isinstance(start, str) else start
-    return [simulate_day(out_dir, start + timedelta(days=i), n_records, seed, responder, model, config)
+    first = world_day(out_dir, start)
+    return [simulate_day(out_dir, start + timedelta(days=i), n_records, seed, responder, model, config, first + i)
             for i in range(days)]

@@ -11,6 +11,7 @@ from flywheel.evaluation.runner import GREEDY, compare, engine_generator, evalua
 from flywheel.evaluation.suites import EvalConfig, derived_seed
 
 CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 4, "code": 2, "agent": 2}, n_boot=100,
+                 suites=("heldout", "production"),
                  max_new_tokens=48, max_steps=3)
 
 
@@ -34,7 +35,8 @@ def test_greedy_is_deterministic_and_reported(tiny_model_dir):
     assert [t.greedy for t in a.tasks] == [t.greedy for t in b.tasks]
     assert [t.greedy_failure for t in a.tasks] == [t.greedy_failure for t in b.tasks]
     assert all(t.greedy is not None and len(t.passed) == 2 for t in a.tasks)
-    assert set(a.greedy_rates()) == {"math", "code", "agent", "overall"}
+    assert set(a.greedy_rates()) == {"math", "code", "agent", "overall", "production/math", "production/code",
+                                     "production/agent", "production/overall"}
     assert a.metrics["overall"][GREEDY].n == 8
     assert a.greedy_rates()["overall"] == pytest.approx(sum(t.greedy for t in a.tasks) / 8, abs=1e-4)
     # a failing greedy sample carries its failure type

@@ -19,7 +19,7 @@ from flywheel.rollout.types import Rollout, ToolStep
 from flywheel.tasks.base import Task
 from flywheel.tasks.suites import train_suite
 
-SMALL = EvalConfig(n_samples=2, tasks_per_domain={"math": 6, "code": 3, "agent": 3}, n_boot=300,
+SMALL = EvalConfig(n_samples=2, tasks_per_domain={"math": 6, "code": 3, "agent": 3}, n_boot=300, suites=("heldout",),
                    max_new_tokens=48, max_steps=3)
 
 
@@ -85,7 +85,7 @@ def test_torch_engine_eval_report_and_mlflow(flywheel_home, seed_mlflow_db, rand
     torch.set_num_threads(1)
     seed_mlflow_db(flywheel_home)
     path = random_tiny(tmp_path / "tiny")
-    cfg = EvalConfig(n_samples=2, tasks_per_domain={"math": 2, "code": 1, "agent": 2}, n_boot=200,
+    cfg = EvalConfig(n_samples=2, tasks_per_domain={"math": 2, "code": 1, "agent": 2}, n_boot=200, suites=("heldout",),
                      max_new_tokens=24, max_steps=2)
     rep = evaluate(engine_generator(build_engine("torch", str(path))), cfg, model="random-tiny")
     assert isinstance(rep, EvalReport) and len(rep.tasks) == 5

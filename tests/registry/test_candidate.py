@@ -8,7 +8,8 @@ from flywheel.evaluation.suites import EvalConfig, derived_seed
 from flywheel.registry.candidate import evaluate_candidate, load_candidate_eval
 from flywheel.verifiers import score
 
-CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 3, "agent": 1}, n_boot=100, max_new_tokens=40, max_steps=2)
+CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 3, "agent": 1}, n_boot=100, max_new_tokens=40, max_steps=2,
+                 suites=("heldout",))
 
 
 def test_champion_is_rescored_under_each_turns_fresh_seed(tiny_model_dir, flywheel_home, seed_mlflow_db, tmp_path):

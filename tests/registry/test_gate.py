@@ -178,3 +178,20 @@ def test_realistic_candidates_meet_the_gate_targets_where_the_previous_rule_did_
     figs = gate_figures(World(sizes), rules, sims=60, taus=(1.5,), seed=3)
     assert figs["new"]["meets_targets"], figs["new"]
     assert figs["old"]["ni_false_fail_rate"] > 0.10 and not figs["old"]["meets_targets"], figs["old"]
+
+
+def test_the_gate_never_reads_the_test_suite():
+    """Whatever the frozen test suite's units say, the decision and its reason are the same."""
+
+    def cmp(test_value: float) -> Comparison:
+        e = {"math": Estimate(0.06, 0.02, 0.10, 300), "production/math": Estimate(0.08, 0.03, 0.13, 300),
+             "overall": Estimate(0.06, 0.02, 0.10, 300), "production/overall": Estimate(0.08, 0.03, 0.13, 300),
+             "test/math": Estimate(test_value, test_value - 0.05, test_value + 0.05, 100),
+             "test/overall": Estimate(test_value, test_value - 0.05, test_value + 0.05, 100)}
+        return Comparison("cand", "champ", e, (), 0.05)
+
+    for gate in (GateConfig(), GateConfig(non_inferiority_by="domain")):
+        assert decide(cmp(-0.5), gate) == decide(cmp(0.5), gate) == decide(cmp(0.0), gate)
+        assert decide(cmp(-0.5), gate)[0]
+    with pytest.raises(ValueError, match="not in the evaluation"):
+        decide(cmp(0.5), GateConfig(primary="test/math"))

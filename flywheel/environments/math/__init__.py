@@ -1,4 +1,5 @@
-"""math: templated word problems with numeric answers (levels 1-3), judged by the answer they state.
+"""math: templated word problems with numeric answers (SFT levels 1-3, production 4-6, test 7), judged by the
+answer they state.
 
 Everything math is here: the problems (`tasks.py`), answer extraction (`answer.py`), the verifier
 (`verifier.py`, math-verify in worker processes), hack probes (`probes.py`) and failure types
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 from flywheel.environments.base import Probe, sql_literal
 from flywheel.environments.judging import require
 from flywheel.environments.math.failures import MATH_ANSWER_RE, math_failure
 from flywheel.environments.math.production import PROFILE
+from flywheel.environments.math.tasks import PRODUCTION_LEVELS, TEST_LEVELS
 from flywheel.environments.suite import SuiteEnvironment
 from flywheel.environments.task import Task
 from flywheel.environments.verdict import Verdict
@@ -28,6 +31,8 @@ class MathEnvironment(SuiteEnvironment):
     task_fields = ("prompt", "answer")
     levels_ = (1, 2, 3)
     heldout_tasks = 300
+    production_levels = MappingProxyType(PRODUCTION_LEVELS)
+    test_levels = TEST_LEVELS
 
     def suite(self, n: int, seed: int, level: int | None, keep: Callable[[Task], bool]) -> list[Task]:
         from flywheel.environments.math.tasks import math_suite

@@ -10,8 +10,8 @@ from flywheel.environments.task import Task
 
 
 def difficulty(task: Task) -> float:
-    """0 (easy) .. 1 (hard) from the problem's level."""
-    return (int((task.meta or {}).get("level", 2)) - 1) / 2
+    """0 (easy) .. 1 (hard) from the problem's level (production-only levels are the hardest)."""
+    return min(1.0, (int((task.meta or {}).get("level", 2)) - 1) / 2)
 
 
 def respond(task: Task, mode: str, rng: random.Random) -> tuple[list[dict], dict]:

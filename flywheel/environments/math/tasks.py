@@ -1,7 +1,10 @@
 """Math word problems with numeric answers, from templates, sized for a tiny model.
 
-Difficulty grows with the number of operations and the size of the numbers. The gold
-solution ends with `Answer: N`, the format the verifier extracts first.
+Levels 1-3 are the SFT distribution: difficulty grows with the number of operations and the size of the
+numbers. Levels 4-6 are production only (users word problems their own way, new people and things, bigger
+numbers; `PRODUCTION_LEVELS` says from which world day) and level 7 is the frozen test suite's (other
+verbs and names again, two steps): each later level is its own wording or sizes, so no level's prompt can
+be another's. The gold solution ends with `Answer: N`, the format the verifier extracts first.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ NAMES = ["Ana", "Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun",
 ITEMS = ["apples", "marbles", "books", "coins", "stickers", "pens", "cards", "shells", "stamps", "cookies"]
 
 
-def _one_step(rng: random.Random, hi: int) -> tuple[str, str, int]:
-    name, item = rng.choice(NAMES), rng.choice(ITEMS)
+def _one_step(rng: random.Random, hi: int, names: list[str] = NAMES, items: list[str] = ITEMS) -> tuple[str, str, int]:
+    name, item = rng.choice(names), rng.choice(items)
     a = rng.randint(2, hi)
     kind = rng.choice(["add", "sub", "mul"])
     if kind == "add":
@@ -32,8 +35,8 @@ def _one_step(rng: random.Random, hi: int) -> tuple[str, str, int]:
     return text, f"{b} * {a} = {a * b}", a * b
 
 
-def _two_step(rng: random.Random, hi: int) -> tuple[str, str, int]:
-    name, item = rng.choice(NAMES), rng.choice(ITEMS)
+def _two_step(rng: random.Random, hi: int, names: list[str] = NAMES, items: list[str] = ITEMS) -> tuple[str, str, int]:
+    name, item = rng.choice(names), rng.choice(items)
     a, b = rng.randint(2, hi), rng.randint(1, hi)
     c = rng.randint(1, a + b - 1)
     text = (
@@ -43,10 +46,59 @@ def _two_step(rng: random.Random, hi: int) -> tuple[str, str, int]:
     return text, f"{a} + {b} = {a + b}. {a + b} - {c} = {a + b - c}", a + b - c
 
 
-def make_math_task(rng: random.Random, level: int = 1) -> Task:
-    """One problem. level 1: one operation, numbers up to 20; 2: up to 50; 3: two operations."""
+PRODUCTION_LEVELS = {4: 0, 5: 1, 6: 2}
+"""Production-only levels -> the first world day users ask them: 4 other verbs, 5 new people and things,
+6 numbers up to 80. Measured on tiny-v2 (30 tasks x 8 samples at 0.7): other verbs pass@1 0.11 / pass@8
+0.20, new names 0.06 / 0.17, numbers 51-65 0.29 / 0.33: at the frontier, not out of reach."""
+TEST_LEVELS = (7,)
+
+PROD_NAMES = ["Omar", "Pia", "Quin", "Rosa", "Sam", "Tess", "Uma", "Vic"]
+PROD_ITEMS = ["beads", "rocks", "buttons", "tickets", "candles", "seeds"]
+TEST_NAMES = ["Wes", "Xia", "Yuri", "Zoe"]
+TEST_ITEMS = ["keys", "leaves", "bricks", "cups"]
+_VERBS = {4: ("finds", "loses"), 7: ("collects", "drops")}
+
+
+def _reworded(rng: random.Random, hi: int, names: list[str], items: list[str], gain: str, loss: str,
+              lo: int = 2) -> tuple[str, str, int]:
+    """One operation in other words than the SFT data's."""
+    name, item = rng.choice(names), rng.choice(items)
+    a = rng.randint(lo, hi)
+    if rng.random() < 0.5:
+        b = rng.randint(1, hi)
+        text = f"{name} has {a} {item}. {name} {gain} {b} more. How many {item} does {name} have now?"
+        return text, f"{a} + {b} = {a + b}", a + b
+    b = rng.randint(1, a - 1)
+    text = f"{name} has {a} {item}. {name} {loss} {b}. How many {item} does {name} have left?"
+    return text, f"{a} - {b} = {a - b}", a - b
+
+
+def _test_two_step(rng: random.Random) -> tuple[str, str, int]:
+    gain, loss = _VERBS[7]
+    name, item = rng.choice(TEST_NAMES), rng.choice(TEST_ITEMS)
+    a, b = rng.randint(2, 30), rng.randint(1, 30)
+    c = rng.randint(1, a + b - 1)
+    text = f"{name} has {a} {item}. {name} {gain} {b} more, then {loss} {c}. How many {item} does {name} have now?"
+    return text, f"{a} + {b} = {a + b}. {a + b} - {c} = {a + b - c}", a + b - c
+
+
+def _level_problem(rng: random.Random, level: int) -> tuple[str, str, int]:
+    if level == 4:
+        return _reworded(rng, 50, NAMES, ITEMS, *_VERBS[4])
+    if level == 5:
+        return (_two_step if rng.random() < 0.5 else _one_step)(rng, 30, PROD_NAMES, PROD_ITEMS)
+    if level == 6:
+        return _reworded(rng, 80, NAMES, ITEMS, "gets", "gives away", lo=51)
+    if level == 7:
+        return _test_two_step(rng)
     hi = {1: 20, 2: 50}.get(level, 30)
-    text, work, answer = _two_step(rng, hi) if level >= 3 else _one_step(rng, hi)
+    return _two_step(rng, hi) if level >= 3 else _one_step(rng, hi)
+
+
+def make_math_task(rng: random.Random, level: int = 1) -> Task:
+    """One problem. level 1: one operation, numbers up to 20; 2: up to 50; 3: two operations; 4-7: see
+    `PRODUCTION_LEVELS` and `TEST_LEVELS`."""
+    text, work, answer = _level_problem(rng, level)
     return Task(
         task_id=stable_task_id("math", text),
         domain="math",
