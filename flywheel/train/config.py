@@ -83,6 +83,8 @@ class TrainConfig:
     replay_tasks_per_domain: int = option(
         1536, "Tasks per weighted domain from its train suite (never held-out) mixed with the mined pool, so a "
               "turn does not memorise a small mined slice and RFT has fresh tasks each turn (0 = pool only).", ge=0)
+    use_pool: bool = option(True, "Train on the mined task pool; off: replay only, the pool ignored (the "
+                                  "replay-only arm of benchmarks/bench_ablation.py: same compute, no mining).")
     replay_share: float = option(0.5, "Share of a domain's draws taken from replay while the domain has both "
                                       "pool and replay tasks under the cap (the rest from the pool).", ge=0, le=1)
     max_samples_per_task: int = option(64, "Most responses sampled for one task in one run; the scheduler stops "

@@ -121,11 +121,12 @@ def build_task_set(warehouse: Path | None, config: TrainConfig, fallback_per_dom
     """The run's task set for `config`'s weighted domains (see module doc); replay rotates past the
     tasks training runs of days before `log_date` attempted (None: of every day)."""
     domains = [d for d, w in config.domain_weights.items() if w > 0]
-    pool = mined_pool(warehouse, domains)
+    pool = mined_pool(warehouse, domains) if config.use_pool else []
     pool_ids = {t.task_id for t in pool}
     dev = dev_split(domains, config.dev_tasks_per_domain, pool_ids) if config.dev_every else []
     taken = pool_ids | {t.task_id for t in dev}
-    n_replay = config.replay_tasks_per_domain if pool else max(config.replay_tasks_per_domain, fallback_per_domain)
+    n_replay = (config.replay_tasks_per_domain if pool or not config.use_pool
+                else max(config.replay_tasks_per_domain, fallback_per_domain))
     replay = replay_tasks(domains, n_replay, taken, _history(warehouse, lambda con: training_attempts(con, log_date)))
     prior = {t.task_id: 1.0 - float(t.meta["difficulty"]) for t in pool if t.meta.get("difficulty") is not None}
     prior.update(_history(warehouse, lambda con: history_pass_rates(con, [t.task_id for t in replay])))

@@ -36,6 +36,9 @@ class RftConfig:
         "samples. Keys may be globs (rg.*) or family:NAME, each matched domain getting the count. agent was 0 "
         "while the base solved ~2% of its tasks (tiny-v1/v2: nothing to keep); a base taught the worked plan "
         "(tiny-v3) passes enough of them for RFT to learn from.", ge=0)
+    pool_first: bool = option(True, "Take each domain's mined pool tasks first (up to its tasks_per_domain), then "
+                                    "fill the count with replay: the failures production showed are what a turn "
+                                    "is for (off: one seeded choice over pool and replay alike, ~90% replay).")
     samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).", ge=0)
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
                                         "cleaner demonstrations).", ge=0)

@@ -100,12 +100,22 @@ class Candidate:
     verdict: Verdict | None = None
 
 
-def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int) -> list[Task]:
-    """At most `per_domain[d]` tasks of each domain (seeded), in the order `tasks` lists them."""
+def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int, pool_first: bool = False) -> list[Task]:
+    """At most `per_domain[d]` tasks of each domain (seeded), in the order `tasks` lists them; with
+    `pool_first`, every mined pool task (`meta["source"] == "pool"`) before any replay task."""
     chosen: set[str] = set()
     for domain, n in per_domain.items():
-        pool = [t.task_id for t in tasks if t.domain == domain]
-        chosen.update(random.Random(f"rft:{seed}:{domain}").sample(pool, min(n, len(pool))))
+        rng = random.Random(f"rft:{seed}:{domain}")
+        ids = [t.task_id for t in tasks if t.domain == domain]
+        if pool_first:
+            mined = [t.task_id for t in tasks if t.domain == domain and (t.meta or {}).get("source") == "pool"]
+            take = rng.sample(mined, min(n, len(mined)))
+            taken = set(take)
+            rest = [i for i in ids if i not in taken]
+            take += rng.sample(rest, min(n - len(take), len(rest)))
+            chosen.update(take)
+        else:
+            chosen.update(rng.sample(ids, min(n, len(ids))))
     return [t for t in tasks if t.task_id in chosen]
 
 
@@ -221,7 +231,7 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
                      progress: Progress | None = None, engine: Any = None) -> tuple[list[RftExample], RftCounts]:
     """The RFT dataset for `tasks` and how it was filtered (see module doc)."""
     counts = RftCounts()
-    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed)
+    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first)
     for t in chosen:
         counts._bump(t.domain, "tasks")
     candidates: list[Candidate] = []

@@ -139,3 +139,14 @@ def test_replay_moves_on_to_tasks_earlier_runs_have_not_trained_on(flywheel_home
     # a re-run of the day the rows were written for ignores them: the same inputs pick the same tasks
     again = build_task_set(flywheel_home.warehouse, cfg, fallback_per_domain=5, log_date="2026-12-01")
     assert [t.task_id for t in again.tasks] == suite[:5]
+
+
+def test_use_pool_off_is_replay_only_with_the_same_replay(flywheel_home):
+    """The ablation's replay-only arm: the mined pool ignored, the replay it would have trained beside unchanged."""
+    pool = train_suite("math", 4)
+    _warehouse_with_pool(flywheel_home.warehouse, pool)
+    cfg = TrainConfig(domain_weights={"math": 1.0}, replay_tasks_per_domain=20, dev_tasks_per_domain=8)
+    with_pool = build_task_set(flywheel_home.warehouse, cfg)
+    without = build_task_set(flywheel_home.warehouse, cfg.__class__(**{**cfg.__dict__, "use_pool": False}))
+    assert without.counts()["replay"] == 20 and "pool" not in without.counts()
+    assert with_pool.counts()["pool"] == 3

@@ -28,3 +28,17 @@ def test_passing_agent_trajectories_are_kept():
     kept = select_examples(cands, 4, 0, counts)
     assert len(kept) == 8 and counts.by_domain["agent"]["passed"] == 8
     assert {e.response for e in kept} == {*plan, *(t.solution for t in tasks)}
+
+
+def test_pool_first_takes_every_mined_task_before_replay():
+    from flywheel.tasks.suites import train_suite
+    from flywheel.train.common.taskset import tagged
+
+    pool, replay = tagged(train_suite("math", 30)[:10], "pool"), tagged(train_suite("math", 300)[30:], "replay")
+    tasks = replay[:50] + pool + replay[50:]
+    first = choose_tasks(tasks, {"math": 40}, 0, pool_first=True)
+    assert len(first) == 40 and {t.task_id for t in pool} <= {t.task_id for t in first}
+    mixed = choose_tasks(tasks, {"math": 40}, 0, pool_first=False)
+    assert len(mixed) == 40 and len({t.task_id for t in pool} & {t.task_id for t in mixed}) < 10
+    few = choose_tasks(tasks, {"math": 5}, 0, pool_first=True)
+    assert {t.meta["source"] for t in few} == {"pool"}
