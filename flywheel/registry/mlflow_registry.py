@@ -133,7 +133,7 @@ class Registry:
         tags = {"flywheel.role": role, "flywheel.model_path": model_path, "flywheel.source_path": str(src)}
         if Path(model_path).is_dir() and (digest := weights_hash(model_path)):
             tags[WEIGHTS_TAG] = digest  # what a server must load for this version (flywheel.monitoring.weights)
-        from flywheel.train.common.lora import adapter_lineage  # a LoRA adapter: its base model, rank
+        from flywheel.rollout.adapters import adapter_lineage  # a LoRA adapter: its base model, rank
 
         for k, v in {**adapter_lineage(model_path), **(lineage or {})}.items():
             if v is None:

@@ -17,7 +17,7 @@ import torch
 from flywheel.progress import quiet_transformers_bars
 
 ADAPTER_CONFIG = "adapter_config.json"
-"""A peft adapter folder's config (`flywheel.train.common.lora`): loaded over its base, merged."""
+"""A peft adapter folder's config (`flywheel.rollout.adapters`): loaded over its base, merged."""
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -55,7 +55,7 @@ def load_model(path: str | Path, device: str = "cpu", dtype: str = "float32",
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     if not (p / "config.json").is_file():
-        from flywheel.train.common.lora import load_adapter_model  # an adapter folder
+        from flywheel.rollout.adapters import load_adapter_model  # an adapter folder
 
         model, tok = load_adapter_model(p, device=device, dtype=dtype)
         return model.train(trainable), tok

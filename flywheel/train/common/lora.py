@@ -4,10 +4,9 @@
 the placement) wraps the policy in peft LoRA adapters before the update (`apply_lora`): the base weights are
 frozen, only the adapters train. What a stage saves is then an adapter folder (`adapter_config.json`,
 `adapter_model.safetensors`, the tokenizer) whose `base_model_name_or_path` is the folder it was trained from,
-plus `flywheel_adapter.json` with the base's weights fingerprint. `load_model` (flywheel.rollout.checkpoint)
-loads such a folder by loading its base (itself maybe an adapter folder: RFT then GRPO) and merging the
-adapter in memory, refusing a base whose weights changed since; `merge_adapter` writes the merged HF folder
-for export. During RL, `adapter_state` is what a generator syncs (the adapters alone, not the whole model).
+plus `flywheel_adapter.json` with the base's weights fingerprint (`flywheel.rollout.adapters`: how
+`load_model` loads such a folder merged over its base, refusing a base whose weights changed since, and
+`merge_adapter`, the export). During RL, `adapter_state` is what a generator syncs (the adapters alone, not the whole model).
 Light to import: peft and torch load when a model is wrapped or loaded.
 """
 
@@ -20,8 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
-
-ADAPTER_CONFIG, ADAPTER_INFO = "adapter_config.json", "flywheel_adapter.json"
+from flywheel.rollout.adapters import (  # noqa: F401 (re-exported: an adapter folder's files and loading)
+    ADAPTER_CONFIG,
+    ADAPTER_INFO,
+    adapter_lineage,
+    is_adapter_dir,
+    load_adapter_model,
+    merge_adapter,
+    write_adapter_info,
+)
 
 
 @dataclass(frozen=True)
@@ -57,12 +63,6 @@ def lora_option(name: str) -> Any:
 def lora_of(cfg: Any) -> LoraSpec:
     """The LoRA spec a stage config holds (all off for a config without the fields)."""
     return LoraSpec(**{n: getattr(cfg, n) for n in LORA_FIELDS if hasattr(cfg, n)})
-
-
-def is_adapter_dir(path: str | Path) -> bool:
-    """True for a folder holding a peft adapter (`adapter_config.json` and its weights)."""
-    p = Path(path)
-    return (p / ADAPTER_CONFIG).is_file() and any(p.glob("adapter_model.*"))
 
 
 def is_lora(model: Any) -> bool:
@@ -129,79 +129,3 @@ def save_base(model: Any, out: str | Path) -> Path:
     return Path(out)
 
 
-def write_adapter_info(out: str | Path, extra: dict[str, Any] | None = None) -> Path:
-    """`flywheel_adapter.json` beside a saved adapter: its base folder and that folder's weights fingerprint
-    (an adapter over a base whose weights changed since is refused when loaded)."""
-    base = json.loads((Path(out) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path") or ""
-    info = {"base_model": base, "base_weights_sha256": _base_fingerprint(base), **(extra or {})}
-    (Path(out) / ADAPTER_INFO).write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
-    return Path(out) / ADAPTER_INFO
-
-
-def _base_fingerprint(base: str | Path) -> str | None:
-    """A base folder's fingerprint: its weights' hash, or for an adapter folder its chained one."""
-    from flywheel.monitoring.weights import weights_hash
-
-    p = Path(base)
-    return _adapter_fingerprint(p) if is_adapter_dir(p) else weights_hash(p)
-
-
-def _adapter_fingerprint(p: Path) -> str | None:
-    """An adapter folder's fingerprint: its adapter weights' hash and its own base's, chained."""
-    import hashlib
-
-    from flywheel.monitoring.weights import weights_hash
-
-    own = weights_hash(p) or ""
-    try:
-        base = json.loads((p / ADAPTER_INFO).read_text()).get("base_weights_sha256") or ""
-    except (OSError, json.JSONDecodeError):
-        base = ""
-    return hashlib.sha256(f"{own}:{base}".encode()).hexdigest()
-
-
-def adapter_lineage(path: str | Path) -> dict[str, str]:
-    """Registry tags of an adapter folder: that it is one, its base model and rank (empty for a full model)."""
-    p = Path(path)
-    if not is_adapter_dir(p):
-        return {}
-    cfg = json.loads((p / ADAPTER_CONFIG).read_text())
-    try:
-        info = json.loads((p / ADAPTER_INFO).read_text())
-    except (OSError, json.JSONDecodeError):
-        info = {}
-    return {"adapter": "lora", "adapter_base_model": str(cfg.get("base_model_name_or_path") or ""),
-            "adapter_base_weights_sha256": str(info.get("base_weights_sha256") or ""),
-            "lora_rank": str(cfg.get("r", ""))}
-
-
-def load_adapter_model(path: str | Path, device: str = "cpu", dtype: str = "float32") -> tuple[Any, Any]:
-    """(model with the adapter merged in, tokenizer) from an adapter folder: its base loaded (recursively, an
-    adapter's base may be an adapter folder), checked against the fingerprint the adapter was saved with."""
-    from peft import PeftModel  # heavy
-
-    from flywheel.rollout.checkpoint import load_model, load_tokenizer
-
-    p = Path(path)
-    base = json.loads((p / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
-    if not base or not Path(base).is_dir():
-        raise FileNotFoundError(f"adapter {p}: its base model folder {base!r} is not there")
-    try:
-        want = json.loads((p / ADAPTER_INFO).read_text()).get("base_weights_sha256")
-    except (OSError, json.JSONDecodeError):
-        want = None
-    if want and (got := _base_fingerprint(base)) != want:
-        raise ValueError(f"adapter {p} was trained over {base} with weights {want[:12]}…, which now has "
-                         f"{str(got)[:12]}…: merge adapters for export (merge_adapter) before their base changes")
-    model, _ = load_model(base, device=device, dtype=dtype)
-    merged = PeftModel.from_pretrained(model, str(p)).merge_and_unload()
-    return merged, load_tokenizer(p)
-
-
-def merge_adapter(path: str | Path, out: str | Path) -> Path:
-    """Export: the adapter folder `path` merged into its base, saved as a plain HF checkpoint folder at `out`."""
-    model, tok = load_adapter_model(path)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    return Path(out)
