@@ -9,6 +9,7 @@ import json
 import shutil
 
 import dagster as dg
+import pytest
 
 from flywheel_dagster.assets.partitions import base_models
 
@@ -103,3 +104,44 @@ def test_the_turn_summary_prints_eval_beside_live():
     assert "offline gate: challenger flywheel-policy:2" in text and "eval (held-out) vs live" in text
     assert "| math | 0.500 | 0.700 | +0.200 | 1.000 | 0.333 | -0.667 [" in text
     assert "promoted: no — kept flywheel-policy:1: canary:" in text
+
+
+TINY_TURN = {
+    "verifiers": {"max_tasks": 24},
+    "rlvr_policy": {"stage": "rl", "steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
+                    "checkpoint_every": 0},
+    "eval_report": {"n_samples": 1, "tasks_math": 4, "tasks_code": 2, "tasks_agent": 2, "max_new_tokens": 48,
+                    "max_steps": 3},
+    # a gate that lets any candidate through, so the turn reaches its canary
+    "deployed_model": {"margin": -1.0, "non_inferiority": 1.0, "non_inferiority_max": 1.0},
+    "canary": {"min_pairs": 50, "serve_max_new_tokens": 32, "serve_max_steps": 2},
+}
+
+
+@pytest.mark.slow
+def test_flywheel_turn_runs_the_canary_between_the_gate_and_the_champion(flywheel_home, install_tiny_quick,
+                                                                        tmp_path, monkeypatch, capsys):
+    """`flywheel turn --json` end to end (~5 min on 2 loaded cores): the gate makes a challenger, the canary
+    serves 50 further requests of the day to both models, the decision and eval-beside-live are in the JSON,
+    and the history shows the canary."""
+    from flywheel.cli import main
+    from flywheel.registry.mlflow_registry import Registry
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    install_tiny_quick(flywheel_home.models)
+    sets = [x for asset, fields in TINY_TURN.items() for k, v in fields.items()
+            for x in ("--set", f"{asset}.{k}={json.dumps(v)}")]
+    code = main(["turn", "--day", "2026-12-01", "--base-model", "tiny-quick", "--records", "300",
+                 "--train-budget-s", "0", "--json", *sets])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["gate"]["passed"] and "passed the offline gate" in out["gate"]["reason"]
+    canary_said = out["canary"]
+    assert canary_said["n"] == 50 and out["promoted"] is canary_said["passed"]
+    assert out["reason"].startswith("promoted flywheel-policy:2: canary:" if out["promoted"] else "kept")
+    overall = out["eval_vs_live"][-1]
+    assert overall["domain"] == "overall" and overall["live_pairs"] == 50
+    reg = Registry(flywheel_home.mlflow_uri)
+    assert reg.challenger() is None and out["champion_after"] == reg.champion().uri
+    assert out["history"][-1]["canary"].startswith(("passed", "failed"))
