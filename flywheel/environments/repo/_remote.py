@@ -8,9 +8,16 @@ Loaded on both sides after `_harness_values.py` and `_harness_rpc.py` (the code 
   attributes, calls, `len`, iteration, indexing and truth are round trips to the candidate. Values
   come back rebuilt as built-in types; anything else stays a `Remote` whose `==` is identity, so an
   object whose `__eq__` is always true equals nothing here.
+* The repository's own exception classes cross as data (module, qualified name, the chain of its
+  exception classes, its nearest built-in bases): the runner builds one plain local class per name, so a
+  raised `stack.StackEmpty` is an instance of the class `stack.StackEmpty` gives the tests (`except`,
+  `assertRaises`, `isinstance` with its built-in base all hold), named and worded as the repository's.
+  The runner's classes run no code of the candidate's (no `__init__`, `__str__` or metaclass of its).
 """
 
+import builtins
 import importlib
+import json
 import os
 import sys
 import types
@@ -42,17 +49,32 @@ class RepoPeer(Peer):
 
     def enc(self, x, depth=0):
         t = type(x)
-        if self.strict or isinstance(x, _PLAIN) or isinstance(x, _CALLS) or isinstance(x, Proxy):
+        if not self.strict and isinstance(x, type) and issubclass(x, BaseException):
+            return {"t": "exc_class", "v": _describe(x) if x.__module__ != "builtins" else {"c": [], "b": [x.__name__]}}
+        if not self.strict and isinstance(x, _CALLS):  # its exceptions leave described
+            return Peer.enc(self, self._carry(x, _carrying), depth)
+        if self.strict or isinstance(x, _PLAIN) or isinstance(x, Proxy):
             return Peer.enc(self, x, depth)
         m = getattr(t, "__module__", "")
         if m in ("fractions", "decimal", "_decimal", "_pydecimal", "collections") or m.split(".")[0] == "numpy":
             return Peer.enc(self, x, depth)
-        if t.__name__ in ("dict_keys", "dict_items", "dict_values", "generator") or (
-                hasattr(t, "__next__") and hasattr(t, "__iter__")):
+        if t.__name__ in ("dict_keys", "dict_items", "dict_values"):
             return Peer.enc(self, x, depth)
+        if t.__name__ == "generator" or (hasattr(t, "__next__") and hasattr(t, "__iter__")):
+            return Peer.enc(self, self._carry(x, _carrying_iter), depth)
         return self._ref(x, "obj")
 
+    def _carry(self, x, wrap):
+        """One wrapper per object (`x` kept alive with it, so its id stays its own)."""
+        seen = self.__dict__.setdefault("carried", {})
+        got = seen.get(id(x))
+        if got is None or got[0] is not x:
+            got = seen[id(x)] = (x, wrap(x))
+        return got[1]
+
     def dec(self, x, depth=0):
+        if type(x) is dict and x.get("t") == "exc_class" and self.strict and set(x) <= {"t", "v"}:
+            return local_exception_class(x.get("v"))
         if type(x) is dict and x.get("t") == "obj" and type(x.get("v")) is int and set(x) <= {"t", "v"}:
             seen = self.__dict__.setdefault("remotes", {})  # one Remote per object: `is` and == hold across fetches
             if x["v"] not in seen:
@@ -61,9 +83,133 @@ class RepoPeer(Peer):
         return Peer.dec(self, x, depth)
 
 
+_CARRIER = "RepositoryException"
+"""The name under which a repository exception's description crosses (its message is the JSON payload)."""
+_MAX_CHAIN = 6
+
+
+def _builtin_bases(cls):
+    """The built-in exception classes nearest `cls` in its MRO that a runner may raise into a test: `Exception`
+    subclasses but warnings and `StopIteration` (which would end a test's loop silently), most specific first."""
+    out = []
+    for k in cls.__mro__:
+        if getattr(k, "__module__", "") == "builtins" and isinstance(k, type) and issubclass(k, Exception) \
+                and not issubclass(k, (Warning, StopIteration, StopAsyncIteration)) \
+                and not any(issubclass(o, k) for o in out):
+            out.append(k)
+    return [k.__name__ for k in out[:3]] or ["Exception"]
+
+
+def _describe(cls):
+    """An exception class of the repository as data: its chain of non-built-in classes and its built-in bases."""
+    chain = [[str(getattr(k, "__module__", "?"))[:80], str(getattr(k, "__qualname__", "?"))[:80]]
+             for k in cls.__mro__ if getattr(k, "__module__", "") != "builtins"][:_MAX_CHAIN]
+    return {"c": chain, "b": _builtin_bases(cls)}
+
+
 def _dispatch(kind, target, *args, **kwargs):
     """Function 0 of the candidate's side: one operation on one of its objects."""
     return _OPS[kind](target, *args, **kwargs)
+
+
+def _carrying(fn):
+    """`fn` (a function of the candidate's, or the dispatcher) as the runner calls it: a repository exception
+    leaves described (`_CARRIER`), a built-in one as it is."""
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if type(e).__module__ == "builtins":
+                raise
+            raise _carried(e) from None
+    call.__name__ = str(getattr(fn, "__name__", "function"))
+    return call
+
+
+def _carrying_iter(it):
+    try:
+        yield from it
+    except Exception as e:
+        if type(e).__module__ == "builtins":
+            raise
+        raise _carried(e) from None
+
+
+def _carried(e):
+    """A repository exception as the `_Carried` exception describing it (JSON, whole within 500 characters)."""
+    d = _describe(type(e))
+    try:
+        text = str(e)
+    except Exception:
+        text = "<unprintable %s>" % type(e).__name__
+    d["m"] = text[:400]
+    payload = json.dumps(d, ensure_ascii=False)
+    while len(payload) > 500 and d["m"]:  # what crosses is cut at 500 characters: keep it whole JSON
+        d["m"] = d["m"][:max(0, len(d["m"]) - (len(payload) - 500) - 1)]
+        payload = json.dumps(d, ensure_ascii=False)
+    return _Carried(payload)
+
+
+class _Carried(Exception):
+    """What the serving side raises in place of a repository exception: its description as the message."""
+
+
+_Carried.__name__ = _Carried.__qualname__ = _CARRIER
+
+
+_LOCAL_CLASSES = {}
+
+
+def _name(x):
+    x = str(x)[:80]
+    return x if x.replace(".", "").replace("_", "").replace("<", "").replace(">", "").isalnum() else "RepositoryError"
+
+
+def local_exception_class(d):
+    """The runner's class for a repository exception described by `d` (`_describe`): one per (module,
+    qualified name), built from names only -- subclass of the next class of its chain, the last of its
+    built-in bases. A malformed description gives `Exception`."""
+    if type(d) is not dict or type(d.get("c")) is not list or type(d.get("b")) is not list:
+        return Exception
+    bases = []
+    for n in d["b"][:3]:
+        k = getattr(builtins, str(n)[:40], None)
+        if isinstance(k, type) and issubclass(k, Exception) and not issubclass(k, (Warning, StopIteration,
+                                                                                     StopAsyncIteration)):
+            bases.append(k)
+    bases = tuple(bases) or (Exception,)
+    if not d["c"]:
+        return bases[0]
+    cls = None
+    for item in reversed(d["c"][:_MAX_CHAIN]):
+        if type(item) is not list or len(item) != 2:
+            return Exception
+        key = (_name(item[0]), _name(item[1]))
+        if key not in _LOCAL_CLASSES:
+            ns = {"__module__": key[0], "__qualname__": key[1]}
+            name = key[1].rsplit(".", 1)[-1]
+            try:
+                _LOCAL_CLASSES[key] = type(name, (cls,) if cls is not None else bases, ns)
+            except TypeError:  # built-in bases whose layouts conflict: the first alone
+                _LOCAL_CLASSES[key] = type(name, (cls,) if cls is not None else bases[:1], ns)
+        cls = _LOCAL_CLASSES[key]
+    return cls
+
+
+_rebuild_builtin = rebuild
+
+
+def rebuild(name, msg):
+    """The runner's side of a raised exception (replaces the code judge's `rebuild` for the repo judge):
+    a described repository exception becomes an instance of its local class, with its own message."""
+    if name == _CARRIER:
+        try:
+            d = json.loads(msg)
+        except ValueError:
+            d = None
+        if type(d) is dict:
+            return local_exception_class(d)(str(d.get("m", ""))[:500])
+    return _rebuild_builtin(name, msg)
 
 
 def serve_repository():
@@ -75,7 +221,7 @@ def serve_repository():
     sys.path.insert(0, os.getcwd())
     peer = RepoPeer(rfd, wfd)
     peer.capture = True
-    peer.local.append(_dispatch)
+    peer.local.append(_carrying(_dispatch))
     peer.send({"ready": True})
     while True:
         msg = peer.recv()

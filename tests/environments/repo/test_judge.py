@@ -193,3 +193,114 @@ def test_honest_objects_still_pass_across_the_process_boundary(repo_env):
                          {"tests/hidden/test_box_hidden.py": BOX_TEST}, timeout_s=5.0)
     v = repo_env.verify(Task("repo-box", "repo", "nothing to fix", ref, ""), SUBMIT)
     assert v.reward == 1.0, v
+
+
+STACK = '''class StackError(Exception):
+    """The stack's own errors."""
+
+
+class StackEmpty(StackError, LookupError):
+    def __init__(self, op):
+        super().__init__("cannot %s: the stack is empty" % op)
+
+
+class Stack:
+    def __init__(self):
+        self.items = []
+
+    def push(self, x):
+        self.items.append(x)
+
+    def pop(self):
+        if not self.items:
+            raise StackEmpty("pop")
+        return self.items.pop()
+
+    def peek(self):
+        if not self.items:
+            raise StackError("héllo " + "ü" * 600)
+        return self.items[-1]
+
+    def drain(self):
+        while self.items:
+            yield self.items.pop()
+        raise StackEmpty("drain")
+'''
+STACK_TEST = '''import unittest
+
+import stack
+from stack import Stack, StackEmpty, StackError
+
+
+def test_the_repositorys_exceptions_keep_their_type_and_message():
+    s = Stack()
+    try:
+        s.pop()
+    except StackEmpty as e:
+        assert type(e).__name__ == "StackEmpty" and type(e).__module__ == "stack"
+        assert str(e) == "cannot pop: the stack is empty" and e.args == ("cannot pop: the stack is empty",)
+        assert isinstance(e, StackError) and isinstance(e, LookupError) and isinstance(e, Exception)
+        assert stack.StackEmpty is StackEmpty and issubclass(StackEmpty, StackError)
+    else:
+        raise AssertionError("no exception")
+    try:
+        s.peek()
+    except StackError as e:
+        assert not isinstance(e, StackEmpty) and str(e).startswith("héllo üü")
+    try:
+        s.missing
+    except AttributeError:
+        pass
+    s.push(1)
+    assert s.pop() == 1
+    s.push(2)
+    got = []
+    try:
+        for x in s.drain():  # raised mid-iteration, from the candidate's generator
+            got.append(x)
+    except StackEmpty as e:
+        assert got in ([], [2]) and "drain" in str(e)  # items come in chunks: the error may come first
+    else:
+        raise AssertionError("no exception")
+
+
+class TestStack(unittest.TestCase):
+    def test_assert_raises(self):
+        with self.assertRaises(StackEmpty):
+            Stack().pop()
+        with self.assertRaisesRegex(LookupError, "stack is empty"):
+            Stack().pop()
+'''
+
+
+def test_the_repositorys_own_exceptions_cross_by_type_and_message(repo_env):
+    """A custom exception used to cross as RuntimeError: `except StackEmpty` / assertRaises(StackEmpty) failed for an
+    honest repository. Its type (and chain, and built-in bases) and message now cross as data."""
+    from flywheel.environments.repo.spec import make_reference
+    from flywheel.environments.task import Task
+
+    ref = make_reference({"stack.py": STACK, "tests/test_stack.py": STACK_TEST}, ["tests/test_stack.py"],
+                         {"tests/hidden/test_stack_hidden.py": STACK_TEST}, timeout_s=5.0)
+    v = repo_env.verify(Task("repo-stack", "repo", "nothing to fix", ref, ""), SUBMIT)
+    assert v.reward == 1.0, v
+    wrong = STACK.replace('raise StackEmpty("pop")', 'raise StackError("pop")')  # the wrong class: fails
+    v = repo_env.verify(Task("repo-stack", "repo", "x", ref, ""), _write("stack.py", wrong) + SUBMIT)
+    assert v.reward == 0.0 and "StackError: pop" in str(v.details) + v.reason, v
+
+
+def test_a_forged_exception_description_is_only_data():
+    """The runner builds exception classes from names alone: a description naming odd bases or odd names gives a
+    plain class (never StopIteration, which would end a test's loop silently, nor a candidate's code)."""
+    from flywheel.environments.repo.judge import RPC_SOURCE
+
+    ns: dict = {"__name__": "_repo_rpc"}
+    exec(compile(RPC_SOURCE, "_repo_rpc.py", "exec"), ns)
+    make, rebuild = ns["local_exception_class"], ns["rebuild"]
+    assert make({"c": [], "b": ["StopIteration"]}) is Exception
+    assert make({"c": [["m", "E"]], "b": ["SystemExit", "os.system"]}).__mro__[1] is Exception
+    assert make({"c": [["m", "E; import os"]], "b": []}).__qualname__ == "RepositoryError"
+    assert make("junk") is Exception and make({"c": [[1]], "b": []}) is Exception
+    e = rebuild("RepositoryException", '{"c": [["stack", "StackEmpty"]], "b": ["KeyError"], "m": "empty"}')
+    assert type(e).__name__ == "StackEmpty" and isinstance(e, KeyError) and e.args == ("empty",)
+    assert type(rebuild("RepositoryException", "{cut")) is RuntimeError  # unparsable: as before
+    assert type(rebuild("ValueError", "x")) is ValueError
