@@ -1,7 +1,8 @@
 """vLLM servers started for model folders and stopped with their owner: traffic through a real serving interface.
 
 Why: `flywheel serve` serves the champion by hand; a scheduled turn wants the same closed loop without a
-person starting anything. `ManagedServers.engine(model_path)` starts vLLM's OpenAI-compatible server on
+person starting anything. A LoRA adapter folder is served as its base with the adapter as a LoRA
+module under the served name (`adapter_args`). `ManagedServers.engine(model_path)` starts vLLM's OpenAI-compatible server on
 127.0.0.1 for the folder (the serving manifest's `default` variant for the device, the checkpoint's own
 chat template written beside the weights) and returns a `ServedEngine` that samples through the `openai` client; `close()`
 stops every server it started, process group and all, and names any process left. The rollout-engine
@@ -11,6 +12,7 @@ champion with the same `start_model_server`.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,9 +43,33 @@ def start_model_server(model_path: str | Path, served_name: str, device: str, lo
         raise VariantUnavailable(f"variant {variant!r} needs {' or '.join(chosen['requires'])}; the target is {device}")
     write_chat_template(model_path)
     digest = weights_hash(model_path) or ""  # the files the server loads, hashed before it loads them
-    info = start_server(chosen["args"], served_name, log, python=python, ready_timeout_s=ready_timeout_s)
+    args = adapter_args(chosen["args"], served_name)  # a LoRA adapter folder: its base plus the adapter
+    info = start_server(args, served_name, log, python=python, ready_timeout_s=ready_timeout_s)
     info.weights_sha256 = digest
     return info
+
+
+def adapter_args(args: list[str], served_name: str) -> list[str]:
+    """`vllm serve` arguments `args` (model folder first) as they are, or for a LoRA adapter folder: its
+    full-weight base with LoRA enabled and the adapter as the LoRA module `served_name`, so requests name it as
+    they would a model (the bare base answers as `<served_name>-base`); the chat template stays the adapter
+    folder's. An adapter over another adapter is refused (merge it first: `merge_adapter`)."""
+    from flywheel.rollout.adapters import ADAPTER_CONFIG, is_adapter_dir
+    from flywheel.rollout.checkpoint import is_checkpoint_dir
+    from flywheel.rollout.vllm_engine import vllm_lora_rank
+
+    adapter = Path(args[0])
+    if not is_adapter_dir(adapter):
+        return list(args)
+    cfg = json.loads((adapter / ADAPTER_CONFIG).read_text())
+    base = str(cfg.get("base_model_name_or_path") or "")
+    if not is_checkpoint_dir(base) or is_adapter_dir(base):
+        raise ValueError(f"adapter {adapter}: its base {base!r} is not a full-weight checkpoint folder to serve; "
+                         f"export a merged one with flywheel.train.common.lora.merge_adapter")
+    out = [base, *args[1:]]
+    out[out.index("--served-model-name") + 1] = f"{served_name}-base"
+    return out + ["--enable-lora", "--max-lora-rank", str(vllm_lora_rank(int(cfg.get("r") or 8))),
+                  "--lora-modules", f"{served_name}={adapter}"]
 
 
 class ManagedServers:
