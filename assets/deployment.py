@@ -7,7 +7,7 @@ from pydantic import Field
 
 from flywheel.registry.gate import GateConfig
 from flywheel_dagster.assets.config import config_class
-from flywheel_dagster.assets.metadata import latest_metadata, upstream_value
+from flywheel_dagster.assets.metadata import latest_metadata, upstream_path
 from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.resources.storage import StorageResource
 
@@ -52,7 +52,7 @@ def deployed_model(
     release, paths = context.partition_key, storage.paths()
     training = latest_metadata(context.instance, "rlvr_policy", release)
     res = deploy_candidate(
-        upstream_value(context, "rlvr_policy", "policy_path"), release, eval_dir(paths, release), paths,
+        upstream_path(context, "rlvr_policy", "policy_path", paths.home), release, eval_dir(paths, release), paths,
         training.get("log_partitions") or [], training.get("mlflow_run_id") or None, gate=config.to_lib(),
         gpu=GpuSpec(count=config.serving_gpus, kind=config.serving_gpu_kind),
         extra_lineage={"dagster_run_id": context.run_id}, challenger=config.canary,

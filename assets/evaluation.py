@@ -7,7 +7,7 @@ from flywheel.evaluation.runner import REGRESSION_TOLERANCE
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
 from flywheel_dagster.assets.config import config_class
-from flywheel_dagster.assets.metadata import upstream_value
+from flywheel_dagster.assets.metadata import upstream_path, upstream_value
 from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.resources.gpu import GpuResource, gpu_op_tags
 from flywheel_dagster.resources.rollout import RolloutEngineResource
@@ -60,7 +60,8 @@ def eval_report(
     release, paths = context.partition_key, storage.paths()
     prompts = training_prompts(paths.warehouse)
     ev = evaluate_candidate(
-        upstream_value(context, "rlvr_policy", "policy_path"), release, upstream_value(context, "base_model", "path"),
+        upstream_path(context, "rlvr_policy", "policy_path", paths.home), release,
+        upstream_path(context, "base_model", "path", paths.home),
         config.to_lib(), paths, train_prompts=prompts or [], tolerance=config.regression_tolerance,
         log_partitions=upstream_value(context, "rlvr_policy", "log_partitions"),
         device=gpu.torch_device(EVAL_GPU), mlflow_tags={"dagster.run_id": context.run_id},

@@ -2,12 +2,15 @@
 
 `base_model` records its checkpoint folder as `path`, `task_pool` its `log_partitions`,
 `rlvr_policy` its `policy_path`, `mlflow_run_id` and `log_partitions`; later stages read them
-here instead of re-deriving a location.
+here instead of re-deriving a location. A folder inside the storage home is recorded relative to the home
+(`home_relative`) and read back against the home of the reading run (`upstream_path`), so a home that was
+moved (or mounted elsewhere) still finds its models; one outside the home stays absolute.
 """
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -33,12 +36,25 @@ def upstream_value(context: dg.AssetExecutionContext, asset: str, key: str, part
     return value
 
 
-def policy_metadata(res: Any, log_partitions: list[str], start_label: str) -> dict[str, Any]:
+def home_relative(path: str | Path, home: Path) -> str:
+    """`path` relative to the storage `home` when it lies inside it (what metadata records), else absolute."""
+    p, root = Path(path).resolve(), home.resolve()
+    return p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)
+
+
+def upstream_path(context: dg.AssetExecutionContext, asset: str, key: str, home: Path) -> str:
+    """The folder `asset` recorded as `key` (`upstream_value`), a relative one resolved against `home`: the
+    storage home of this run, wherever the home that recorded it was."""
+    p = Path(upstream_value(context, asset, key))
+    return str(p if p.is_absolute() else home / p)
+
+
+def policy_metadata(res: Any, log_partitions: list[str], start_label: str, home: Path) -> dict[str, Any]:
     """`rlvr_policy`'s metadata from its `TrainResult`: where the policy is, its MLflow run, the run's
     figures (steps, reward, idle shares) and the reward curve inline."""
     png = base64.b64encode(res.curve_png.read_bytes()).decode() if res.curve_png else ""
     return {
-        "policy_path": dg.MetadataValue.path(str(res.policy_dir)),
+        "policy_path": dg.MetadataValue.path(home_relative(res.policy_dir, home)),
         "log_partitions": dg.MetadataValue.json(log_partitions),
         "mlflow_run_id": res.mlflow_run_id or "",
         **({"mlflow_run": dg.MetadataValue.url(res.mlflow_run_url)} if res.mlflow_run_url else {}),

@@ -7,6 +7,7 @@ No `from __future__ import annotations` here: Dagster reads the config class fro
 import dagster as dg
 from pydantic import Field
 
+from flywheel_dagster.assets.metadata import home_relative
 from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.resources.storage import StorageResource
 
@@ -31,7 +32,8 @@ def base_model(context: dg.AssetExecutionContext, config: BaseModelConfig,
     info = resolve_base_model(context.partition_key, storage.paths(), models_dir=config.models_dir or None,
                               rebuild=config.rebuild)
     meta: dict = {
-        "path": dg.MetadataValue.path(str(info.path)), "kind": info.kind, "params": info.params,
+        "path": dg.MetadataValue.path(home_relative(info.path, storage.paths().home)), "kind": info.kind,
+        "params": info.params,
         "vocab": info.vocab, "cached": info.cached, "build_seconds": info.seconds,
     }
     if info.recipe_hash:

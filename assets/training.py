@@ -12,7 +12,7 @@ from flywheel.gpu import GpuSpec
 from flywheel.train.config import TrainConfig
 from flywheel.train.rft.config import RFT_PREFIX, RFT_RUN_FIELDS, RftConfig
 from flywheel_dagster.assets.config import config_class
-from flywheel_dagster.assets.metadata import latest_metadata, policy_metadata, upstream_value
+from flywheel_dagster.assets.metadata import latest_metadata, policy_metadata, upstream_path
 from flywheel_dagster.assets.partitions import base_models
 from flywheel_dagster.resources.gpu import GpuResource, gpu_op_tags
 from flywheel_dagster.resources.ray import RayResource
@@ -65,7 +65,8 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
     log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])
     paths = storage.paths()
-    start, start_label = training_start(paths.mlflow_uri, release, upstream_value(context, "base_model", "path"),
+    start, start_label = training_start(paths.mlflow_uri, release,
+                                        upstream_path(context, "base_model", "path", paths.home),
                                         cfg.init_from)
     res = train_policy(cfg, start, release, paths=paths, rft=config.nested_lib(RFT_PREFIX),
                        telemetry=ray.telemetry(storage.telemetry()), log_date=max(log_partitions, default=None),
@@ -73,7 +74,7 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
                        **ray.training_kwargs(rollout_engine.generator_factory(), rollout_engine.sample_engine()))
     storage.link_dagster_run(res.mlflow_run_id, context.run_id)
     return dg.MaterializeResult(
-        metadata={**policy_metadata(res, log_partitions, start_label), **ray.metadata()},  # + Ray dashboard, fleet shares
+        metadata={**policy_metadata(res, log_partitions, start_label, paths.home), **ray.metadata()},  # + Ray dashboard, fleet shares
         check_results=[dg.AssetCheckResult(check_name="rlvr_run_sound", passed=res.sound,
                                            metadata={"steps": res.steps_done, "finished": res.finished})],
     )

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
+
+from flywheel_dagster.assets.metadata import upstream_path
+from flywheel_dagster.assets.partitions import base_models
+from flywheel_dagster.resources.storage import StorageResource
 
 
 def _materialize(instance: dg.DagsterInstance, storage, key: str, config: dict | None = None) -> dg.ExecuteInJobResult:
@@ -27,7 +33,7 @@ def test_tiny_release_partition_builds_once_then_reuses(install_tiny_quick, flyw
         assert res.success
         meta = _meta(res)
         assert meta["kind"] == "tiny" and meta["cached"] is True
-        assert meta["path"] == str(flywheel_home.models / "base" / "tiny-quick")
+        assert meta["path"] == "models/base/tiny-quick"  # relative to the home: a moved home still finds it
         assert meta["params"] > 50_000 and meta["vocab"] > 100
         assert {"heldout_math_pass@1", "heldout_code_pass@1", "heldout_agent_pass@1"} <= set(meta)
         assert instance.get_dynamic_partitions("base_model") == ["tiny-quick"]
@@ -77,3 +83,26 @@ def test_definitions_include_base_model_and_rollout_engine():
     defs = build_definitions()
     assert defs.get_assets_def("base_model").partitions_def.name == "base_model"
     assert isinstance(defs.resources["rollout_engine"], RolloutEngineResource)
+
+
+@dg.asset(partitions_def=base_models, deps=["base_model"])
+def reads_base_model(context, storage: StorageResource) -> dg.MaterializeResult:
+    """A later stage: finds the base model where `base_model` recorded it."""
+    found = upstream_path(context, "base_model", "path", storage.paths().home)
+    return dg.MaterializeResult(metadata={"found": found, "loads": (Path(found) / "config.json").is_file()})
+
+
+def test_a_moved_home_still_finds_its_base_model(install_tiny_quick, tmp_path):
+    """issue 27: paths recorded in metadata were absolute, so a moved home read (or missed) the old one."""
+    import shutil
+
+    old, new = tmp_path / "old_home", tmp_path / "moved" / "home"
+    install_tiny_quick(StorageResource(home=str(old)).paths().models)
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, StorageResource(home=str(old)), "tiny-quick").success
+        new.parent.mkdir()
+        shutil.move(old, new)
+        res = dg.materialize([reads_base_model], instance=instance, partition_key="tiny-quick",
+                             resources={"storage": StorageResource(home=str(new))})
+        meta = res.asset_materializations_for_node("reads_base_model")[0].metadata
+        assert meta["found"].value == str(new.resolve() / "models" / "base" / "tiny-quick") and meta["loads"].value

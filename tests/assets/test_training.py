@@ -51,7 +51,7 @@ def _materialize_and_check(instance, release, base, flywheel_home, storage):
     mat = result.asset_materializations_for_node("rlvr_policy")[0]
     md = mat.metadata
     policy = flywheel_home.models / "policies" / release
-    assert md["policy_path"].value == str(policy) and (policy / "config.json").exists()
+    assert md["policy_path"].value == f"models/policies/{release}" and (policy / "config.json").exists()
     assert md["steps"].value == 2
     assert md["log_partitions"].value == ["2026-12-01"]  # passed on to deployed_model's registered version
     assert "data:image/png;base64," in md["reward_curve"].value
