@@ -4,9 +4,9 @@
    of realistic records from the demo traffic generator (`flywheel.world.traffic`, real tracebacks
    and tool-call conversations) tiled to the requested size with fresh ids and timestamps spread
    over 30 days.
-2. In a fresh subprocess (so its peak RSS is its own): `flywheel.logs.ingest` into a DuckDB file,
-   then `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty history,
-   decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
+2. In a fresh subprocess per 1M-row file (so its peak RSS is its own): `flywheel.logs.ingest` into a
+   DuckDB file; then, in others, `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty
+   history, decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
 3. In another subprocess: the same mining in pandas (batched `json.loads`, the taxonomy's Python
    spec per failing row, `groupby`, set-based decontamination, datasketch MinHashLSH), reading
    the same Parquet file.
@@ -14,7 +14,11 @@
    them Parquet -> Parquet with nothing else, JSON validation alone, the redaction prefilter alone,
    and all of ingest's checks in one pass that writes nothing.
 5. Asserts both agree on attempts/passes per (task, model) and on taxonomy counts per
-   (domain, model, failure type), prints rows/s and the ratio; the last line is one JSON object.
+   (domain, model, failure type), prints rows/s and the ratios; the last line is one JSON object.
+
+Side by side on a shared machine: the copy floor is timed just before and just after ingest, and
+flywheel's mining just before and just after pandas'; each ratio uses the mean of the two that
+bracket what they are compared with (both samples and the load average of each step are printed).
 
     nice .venv/bin/python benchmarks/bench_mining.py [--rows 5000000] [--workdir DIR]
 """
@@ -112,6 +116,14 @@ def worker_flywheel(warehouse: Path, out: Path, threads: int) -> None:
         "near_duplicates": pool.near_duplicates, "signatures": sigs,
         "stats": [list(r) for r in stats], "taxonomy": [list(r) for r in tax],
     }))
+
+
+def worker_copy(parquet: Path, out: Path, threads: int) -> None:
+    """The copy floor alone (`_floors.copy_floor_s`), timed again on the other side of ingest."""
+    with tempfile.TemporaryDirectory() as d:
+        c0 = _cpu_s()
+        s = copy_floor_s(parquet_relation(parquet / "part-*.parquet"), Path(d) / "copy.parquet", threads)
+        out.write_text(json.dumps({"copy_s": s, "copy_cpu_s": _cpu_s() - c0}))
 
 
 def worker_floor(parquet: Path, out: Path, threads: int) -> None:
@@ -256,7 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=None, help="keep files here (default: a temp folder)")
     ap.add_argument("--reuse", action="store_true", help="reuse workdir/logs/*.parquet if they hold --rows rows")
-    ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas", "floor"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas", "floor", "copy"], help=argparse.SUPPRESS)
     ap.add_argument("--parquet", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
@@ -272,6 +284,9 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
     if a.worker == "floor":
         worker_floor(a.parquet, a.out, a.threads)
+        return {}
+    if a.worker == "copy":
+        worker_copy(a.parquet, a.out, a.threads)
         return {}
 
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench_mining_"))
@@ -290,24 +305,44 @@ def main(argv: list[str] | None = None) -> dict:
         wh = work / "warehouse.duckdb"
         wh.unlink(missing_ok=True)
         (work / "warehouse.duckdb.wal").unlink(missing_ok=True)
+        # Timed side by side on a shared machine whose load swings: each measurement sits between two of
+        # what it is compared with (copy floor, ingest, copy floor; flywheel mining, pandas, flywheel
+        # mining) and is compared with their mean, so a load that drifts during the run cancels out.
+        loads = {"start": os.getloadavg()[0]}
+        _run_worker(["--worker", "copy", "--parquet", str(parquet), "--out", str(work / "copy.json"),
+                     "--threads", str(a.threads)], env)
+        copy_before = json.loads((work / "copy.json").read_text())
         # one ingest call per 1M-row file, each in its own process (see the module doc)
         parts = []
         for i, f in enumerate(sorted(parquet.glob("part-*.parquet"))):
             _run_worker(["--worker", "ingest", "--parquet", str(f), "--warehouse", str(wh),
                          "--out", str(work / f"ingest-{i}.json"), "--threads", str(a.threads)], env)
             parts.append(json.loads((work / f"ingest-{i}.json").read_text()))
+        loads["ingest"] = os.getloadavg()[0]
         ing = {k: sum(p[k] for p in parts) for k in ("ingested", "quarantined", "duplicates", "lines_read",
                                                        "ingest_s", "ingest_cpu_s", "prefilter_hits", "redact_s")}
         ing["ingest_peak_rss_mib"] = max(p["ingest_peak_rss_mib"] for p in parts)
-        _run_worker(["--worker", "flywheel", "--warehouse", str(wh), "--out", str(work / "fw.json"),
-                     "--threads", str(a.threads)], env)
-        fw = {**ing, **json.loads((work / "fw.json").read_text())}
-        fw["peak_rss_mib"] = max(fw["ingest_peak_rss_mib"], fw["mine_peak_rss_mib"])
-        _run_worker(["--worker", "pandas", "--parquet", str(parquet), "--out", str(work / "pd.json")], env)
-        pdr = json.loads((work / "pd.json").read_text())
         _run_worker(["--worker", "floor", "--parquet", str(parquet), "--out", str(work / "floor.json"),
                      "--threads", str(a.threads)], env)
         floor = json.loads((work / "floor.json").read_text())
+        floor["copy_samples_s"] = [copy_before["copy_s"], floor["copy_s"]]
+        floor["copy_s"] = (copy_before["copy_s"] + floor["copy_s"]) / 2
+        floor["copy_cpu_s"] = (copy_before["copy_cpu_s"] + floor["copy_cpu_s"]) / 2
+        runs = []
+        for k, who in enumerate(("flywheel", "pandas", "flywheel")):
+            name = f"fw{k}.json" if who == "flywheel" else "pd.json"
+            _run_worker(["--worker", who, "--parquet" if who == "pandas" else "--warehouse",
+                         str(parquet if who == "pandas" else wh), "--out", str(work / name),
+                         *(["--threads", str(a.threads)] if who == "flywheel" else [])], env)
+            loads[f"{who}{k}"] = os.getloadavg()[0]
+            runs.append(json.loads((work / name).read_text()))
+        fw_runs, pdr = (runs[0], runs[2]), runs[1]
+        fw = {**ing, **fw_runs[1]}
+        for key in ("mine_s", "mine_cpu_s"):
+            fw[key + "_samples"] = [r[key] for r in fw_runs]
+            fw[key] = sum(fw[key + "_samples"]) / 2
+        fw["mine_peak_rss_mib"] = max(r["mine_peak_rss_mib"] for r in fw_runs)
+        fw["peak_rss_mib"] = max(fw["ingest_peak_rss_mib"], fw["mine_peak_rss_mib"])
     finally:
         if a.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -328,7 +363,8 @@ def main(argv: list[str] | None = None) -> dict:
     ingest_rps = a.rows / fw["ingest_s"]
     speedup = pdr["mine_s"] / fw["mine_s"]
     print(f"{'':28}{'flywheel':>12}{'pandas':>12}{'ratio':>9}")
-    print(f"{'mining seconds':28}{fw['mine_s']:12.2f}{pdr['mine_s']:12.2f}{speedup:8.1f}x")
+    print(f"{'mining seconds':28}{fw['mine_s']:12.2f}{pdr['mine_s']:12.2f}{speedup:8.1f}x   (flywheel before and "
+          f"after pandas: {fw['mine_s_samples'][0]:.2f}, {fw['mine_s_samples'][1]:.2f} s)")
     print(f"{'mining CPU seconds':28}{fw['mine_cpu_s']:12.2f}{pdr['mine_cpu_s']:12.2f}"
           f"{pdr['mine_cpu_s'] / fw['mine_cpu_s']:8.1f}x")
     print(f"{'mining rows/s':28}{a.rows / fw['mine_s']:12,.0f}{a.rows / pdr['mine_s']:12,.0f}")
@@ -344,7 +380,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"{fw['prefilter_hits'] / a.rows:.2%} of the rows, redaction takes {fw['redact_s'] / fw['ingest_s']:.1%} of ingest")
     copy_rps = a.rows / floor["copy_s"]
     print(f"ingest floor on this data ({floor['text_bytes'] / a.rows:,.0f} bytes of JSON text per row): DuckDB copying "
-          f"the files Parquet -> Parquet alone {floor['copy_s']:.2f}s = {copy_rps:,.0f} rows/s "
+          f"the files Parquet -> Parquet alone {floor['copy_s']:.2f}s (mean of {floor['copy_samples_s'][0]:.2f} s before "
+          f"and {floor['copy_samples_s'][1]:.2f} s after ingest) = {copy_rps:,.0f} rows/s "
           f"(ingest = {ingest_rps / copy_rps:.2f}x of it; in CPU-s {floor['copy_cpu_s']:.1f} vs {fw['ingest_cpu_s']:.1f} = "
           f"{floor['copy_cpu_s'] / fw['ingest_cpu_s']:.2f}x); JSON validation alone {floor['json_valid_s']:.2f}s, "
           f"redaction prefilter alone {floor['prefilter_s']:.2f}s")
@@ -352,6 +389,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"the checks alone in one pass, writing nothing (read every column, validate JSON, prefilter, hash ids): "
           f"{floor['checks_s']:.2f}s = {checks_rps:,.0f} rows/s; the 1,000,000 rows/s target would need "
           f"{a.rows / 1e6:.2f}s for all of ingest")
+    print("load average (1 min) after each step: " + ", ".join(f"{k} {v:.1f}" for k, v in loads.items()))
     print(f"agreement: {len(fw['stats']):,} (task, model) pass rates and {len(fw['taxonomy'])} taxonomy cells identical")
     result = {
         "rows": a.rows, "threads": a.threads,
@@ -371,6 +409,9 @@ def main(argv: list[str] | None = None) -> dict:
         "mining_peak_rss_mib": round(fw["mine_peak_rss_mib"]), "pandas_peak_rss_mib": round(pdr["peak_rss_mib"]),
         "failures": sum(tax.values()), "task_pool": fw["pool"], "decontaminated": fw["decontaminated"],
         "near_duplicates": fw["near_duplicates"],
+        "copy_floor_samples_s": [round(x, 2) for x in floor["copy_samples_s"]],
+        "mining_s_samples": [round(x, 2) for x in fw["mine_s_samples"]],
+        "load_avg_1m": {k: round(v, 2) for k, v in loads.items()},
     }
     print(json.dumps(result))
     return result

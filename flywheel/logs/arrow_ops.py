@@ -101,12 +101,28 @@ def prefilter_hits(cols: dict[str, pa.ChunkedArray | pa.Array], n: int, pool: Ex
     """Per text column, True where it may hold something to redact (the cheap RE2 necessary condition
     of `redact.prefilter_regex`), computed over row slices of every column in `workers` threads of `pool`."""
     tasks = [(c, off, ln) for c in TEXT_COLS for off, ln in pieces(n, workers)]
-    outs = list(pool.map(lambda t: pc.match_substring_regex(cols[t[0]].slice(t[1], t[2]), PREFILTER[t[0]]),
-                            tasks))
+    outs = list(pool.map(lambda t: _prefilter(cols[t[0]].slice(t[1], t[2]), t[0]), tasks))
     by_col: dict[str, list] = {c: [] for c in TEXT_COLS}
     for (c, _, _), m in zip(tasks, outs, strict=True):
         by_col[c].extend(m.chunks if isinstance(m, pa.ChunkedArray) else [m])
     return {c: _mask(pa.chunked_array(ch, pa.bool_())) for c, ch in by_col.items()}
+
+
+PER_DISTINCT = ("reference",)
+"""Columns whose values repeat by design (one reference per task, repeated by every attempt at it): the
+prefilter reads each distinct value once when a slice holds at most half as many as rows."""
+
+
+def _prefilter(col: pa.ChunkedArray | pa.Array, column: str) -> pa.ChunkedArray | pa.Array:
+    """`PREFILTER[column]` over `col` (null: no match)."""
+    if column in PER_DISTINCT and len(col) >= 1024:
+        distinct = pc.unique(col)
+        if 2 * len(distinct) <= len(col):
+            flagged = distinct.filter(pc.fill_null(pc.match_substring_regex(distinct, PREFILTER[column]), False))
+            if not len(flagged):
+                return pa.array(np.zeros(len(col), bool))
+            return pc.is_in(col, value_set=flagged)
+    return pc.match_substring_regex(col, PREFILTER[column])
 
 
 def _mask(m: pa.ChunkedArray | pa.Array) -> np.ndarray:
