@@ -212,14 +212,34 @@ def rebuild(name, msg):
     return _rebuild_builtin(name, msg)
 
 
-def serve_repository():
+class _AnyDigits:
+    """Big integers cross whole: the int-to-text digit limit is lifted while a frame is written or read, and
+    restored after, so the repository's code sees the interpreter's default."""
+
+    def __enter__(self):
+        self.old = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else None
+        if self.old is not None:
+            sys.set_int_max_str_digits(0)
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            sys.set_int_max_str_digits(self.old)
+
+
+class _ServingPeer(RepoPeer):
+    def send(self, obj):
+        with _AnyDigits():
+            return RepoPeer.send(self, obj)
+
+    def recv(self):
+        with _AnyDigits():
+            return RepoPeer.recv(self)
+
+
+def serve_repository(rfd, wfd):
     """The candidate's process: serve the runner's operations until it closes the pipe."""
-    if hasattr(sys, "set_int_max_str_digits"):
-        sys.set_int_max_str_digits(0)
-    rfd, wfd = int(sys.argv[1]), int(sys.argv[2])
-    sys.argv = sys.argv[:1]
     sys.path.insert(0, os.getcwd())
-    peer = RepoPeer(rfd, wfd)
+    peer = _ServingPeer(rfd, wfd)
     peer.capture = True
     peer.local.append(_carrying(_dispatch))
     peer.send({"ready": True})
@@ -228,6 +248,10 @@ def serve_repository():
         if type(msg) is not dict or msg.get("op") == "exit":
             return
         peer.serve(msg)
+        try:  # what the code printed reaches the output tail even if the process is killed next
+            sys.stdout.flush()
+        except Exception:
+            pass
 
 
 class Remote(Proxy):

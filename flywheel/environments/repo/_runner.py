@@ -8,9 +8,14 @@ It runs the test files itself and the repository's code in another process, and 
 * The test sources, a per-run random nonce and the call protocol's source arrive over stdin
   (hidden tests never touch the disk); this process makes itself non-dumpable first, so same-uid
   processes cannot read its memory or open its descriptors through /proc.
-* The repository's code runs in a fresh interpreter (`-I -S -B`, new session, empty environment,
-  stdin from /dev/null, stdout/stderr to a log file) that serves calls over two pipes (the code
-  judge's protocol, `_harness_rpc.py`, with object references added by `_remote.py`). A test's
+* The repository's code runs in a fresh interpreter (new session) that serves calls over two pipes (the
+  code judge's protocol, `_harness_rpc.py`, with object references added by `_remote.py`). It looks
+  like any program the sandbox runs (`tests/environments/repo/test_runner_view.py` compares them): the
+  sandbox's own environment, flags and `sys.path`, `sys.argv` `["main.py"]`, `/proc/self/cmdline` `init`
+  (its program is read from a pipe: no source or descriptor numbers on its command line), the
+  interpreter's default limits, stdout/stderr a pipe (this process keeps the tail), and a work dir holding
+  the repository's files only (`main.py`, this file, is unlinked once it runs). What still differs: two
+  more pipes open, the protocol's modules loaded, one more process (this one) in the sandbox. A test's
   `import stack` here is a module whose attributes are round trips; values come back rebuilt as
   built-in types. So nothing the candidate does in its process reaches the tests: an `__eq__` that
   is always true, `unittest` asserts nulled at import, a profile hook swapping test code, a fake
@@ -31,6 +36,7 @@ import linecache  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
@@ -65,19 +71,82 @@ def why(e, path):
     return ("%s: %s" % (type(e).__name__, str(e)[:300])) + where
 
 
-def _start_candidate(work, log_fd):
+_BOOT = """import sys
+sys.argv, sys.orig_argv = ["main.py"], [sys.executable, "main.py"]
+__file__ = "/work/main.py"
+def _neutral():
+    import ctypes
+    with open("/proc/self/stat", "rb") as f:
+        rest = f.read().rpartition(b")")[2].split()
+    start, end = int(rest[45]), int(rest[46])
+    if end > start:
+        ctypes.memset(start, 0, end - start)
+        ctypes.memmove(start, b"init", min(4, end - start - 1))
+try:
+    _neutral()
+except Exception:
+    pass
+del _neutral
+exec(compile(%r, "<stdin>", "exec"))
+serve_repository(%d, %d)
+"""
+"""The candidate's program, read by an isolated `python3` from its stdin. It then looks like any program the
+sandbox runs (`sys.argv` `["main.py"]`, `/proc/self/cmdline` `init`, the same flags, path and environment),
+and the work dir joins its path only once the call protocol has imported what it needs."""
+
+
+def _start_candidate(work):
     r_req, w_req = os.pipe()
     r_rep, w_rep = os.pipe()
+    r_out, w_out = os.pipe()
+    r_err, w_err = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    argv = [sys.executable, "-I", "-S", "-B", "-"]
+    try:  # its argv area as long as this process's (which the sandbox started like any program)
+        pad = len(open("/proc/self/cmdline", "rb").read()) - len("\0".join(argv)) - 2
+    except OSError:
+        pad = 0
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-B", "-u", "-c", RPC["__source__"] + "\nserve_repository()\n",
-         str(r_req), str(w_rep)],
-        pass_fds=(r_req, w_rep), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=subprocess.STDOUT,
-        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"},
-        cwd=work, start_new_session=True, close_fds=True,
+        argv + (["x" * pad] if pad > 0 else []), pass_fds=(r_req, w_rep), stdin=subprocess.PIPE, stdout=w_out, stderr=w_err,
+        env=env, cwd=work, start_new_session=True, close_fds=True,
     )
-    os.close(r_req)
-    os.close(w_rep)
-    return proc, r_rep, w_req
+    for fd in (r_req, w_rep, w_out, w_err):
+        os.close(fd)
+    tail = _Tail((r_out, r_err))
+    try:
+        proc.stdin.write((_BOOT % (RPC["__source__"], r_req, w_rep)).encode())
+        proc.stdin.close()
+    except OSError:
+        pass  # it died reading its program: the hello never comes, a disruption the caller reports
+    return proc, r_rep, w_req, tail
+
+
+class _Tail:
+    """The candidate's stdout and stderr, each drained by a thread (it can never block on a full pipe), into
+    one buffer of their last `TAIL` bytes."""
+
+    def __init__(self, fds):
+        self.buf, self.lock = b"", threading.Lock()
+        self.threads = [threading.Thread(target=self._drain, args=(fd,), daemon=True) for fd in fds]
+        for t in self.threads:
+            t.start()
+
+    def _drain(self, fd):
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.buf = (self.buf + chunk)[-TAIL:]
+
+    def text(self):
+        for t in self.threads:  # its writers are gone once it is killed: EOF soon
+            t.join(timeout=1.0)
+        with self.lock:
+            return self.buf[-TAIL:].decode("utf-8", "replace")
 
 
 def _cases(mod):
@@ -146,11 +215,7 @@ def run_all(tests):
     Peer, Broken, finder = RPC["RepoPeer"], RPC["Broken"], RPC["RemoteFinder"]
     rep = {"status": "ok", "frames": [], "exit": None, "output": "", "timeout": False}
     work = os.getcwd()
-    log_path = "/tmp/tests-%s.log" % os.urandom(8).hex()
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    tail_fd = os.open(log_path, os.O_RDONLY)  # held: swapping the path for a FIFO cannot block us
-    proc, rfd, wfd = _start_candidate(work, fd)
-    os.close(fd)
+    proc, rfd, wfd, tail = _start_candidate(work)
     timeout_text = "timed out: the tests did not finish within the time limit"
     peer = Peer(rfd, wfd, deadline=DEADLINE, nan_ok=True, strict=True, timeout_text=timeout_text)
     saved = sys.stdout, sys.stderr
@@ -180,12 +245,7 @@ def run_all(tests):
             pass
         _stop(proc)
         rep["exit"] = proc.returncode
-        try:
-            size = os.fstat(tail_fd).st_size
-            rep["output"] = os.pread(tail_fd, TAIL, max(0, size - TAIL)).decode("utf-8", "replace")
-            os.unlink(log_path)
-        except OSError:
-            pass
+        rep["output"] = tail.text()
     rep["frames"].append({"end": True})
     return rep
 
@@ -199,6 +259,10 @@ def main():
             signal.signal(getattr(signal, name), _shrug)
     cfg = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     sys.stdin.close()
+    try:  # the work dir holds the repository's files only (this source stays in memory)
+        os.unlink(os.path.join(os.getcwd(), "main.py"))
+    except OSError:
+        pass
     NONCE = cfg.pop("nonce")
     DEADLINE = time.monotonic() + float(cfg["timeout_s"])
     TAIL = int(cfg.get("output_tail", 2000))
