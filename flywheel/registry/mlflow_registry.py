@@ -80,8 +80,36 @@ def snapshot_checkpoint(src: Path, root: Path) -> Path:
     return dst
 
 
+def store_root(tracking_uri: str) -> Path | None:
+    """The folder of a local SQLite store (`$FLYWHEEL_HOME` for the home's `mlflow.db`); None for a server."""
+    if tracking_uri.startswith("sqlite:///"):
+        return Path(tracking_uri[len("sqlite:///"):]).resolve().parent
+    return None
+
+
+def stored_path(tracking_uri: str, path: str) -> str:
+    """What a version's `flywheel.model_path` tag records for the folder `path`: relative to the local store's
+    folder when inside it (so a home moved with its `mlflow.db` still finds its models), else as given."""
+    root = store_root(tracking_uri)
+    p = Path(path)
+    if root is None or not p.is_absolute() or not p.is_relative_to(root):
+        return path
+    return p.relative_to(root).as_posix()
+
+
+def local_path(tracking_uri: str, stored: str) -> str:
+    """The folder a `flywheel.model_path` tag names (`stored_path` undone against this store's folder)."""
+    root = store_root(tracking_uri)
+    if not stored or root is None or Path(stored).is_absolute():
+        return stored
+    return str(root / stored)
+
+
 class Registry:
-    """A registered model in an MLflow registry (SQLite file or server), with the champion alias."""
+    """A registered model in an MLflow registry (SQLite file or server), with the champion alias.
+
+    Checkpoint folders inside a local store's folder (the home) are recorded relative to it (`stored_path`) and
+    read back against wherever the store is now (`ModelRef.model_path` is always a usable path)."""
 
     def __init__(self, tracking_uri: str, name: str = DEFAULT_MODEL_NAME, artifact_location: str | None = None):
         from mlflow import MlflowClient  # heavy: mlflow loads only where a run is logged
@@ -130,7 +158,8 @@ class Registry:
         if snapshot_root is not None and src.is_dir():
             model_path = snapshot_checkpoint(src, Path(snapshot_root))
         model_path = str(Path(model_path).resolve()) if Path(str(model_path)).exists() else str(model_path)
-        tags = {"flywheel.role": role, "flywheel.model_path": model_path, "flywheel.source_path": str(src)}
+        tags = {"flywheel.role": role, "flywheel.model_path": stored_path(self.tracking_uri, model_path),
+                "flywheel.source_path": stored_path(self.tracking_uri, str(src.resolve()) if src.exists() else str(src))}
         if Path(model_path).is_dir() and (digest := weights_hash(model_path)):
             tags[WEIGHTS_TAG] = digest  # what a server must load for this version (flywheel.monitoring.weights)
         from flywheel.rollout.adapters import adapter_lineage  # a LoRA adapter: its base model, rank
@@ -148,7 +177,7 @@ class Registry:
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp) / "model"
             d.mkdir()
-            (d / "MODEL_PATH").write_text(model_path + "\n")
+            (d / "MODEL_PATH").write_text(tags["flywheel.model_path"] + "\n")
             (d / "lineage.json").write_text(json.dumps(tags, indent=1, sort_keys=True))
             if serving is not None:
                 (d / "serving.json").write_text(json.dumps(serving, indent=2))
@@ -185,7 +214,7 @@ class Registry:
         version: into its checkpoint folder, unless a file of that name is there already)."""
         mv = self.client.get_model_version(self.name, str(version))
         if not mv.run_id:  # a run-less version's source is the checkpoint folder itself
-            folder_path = Path(mv.tags.get("flywheel.model_path", ""))
+            folder_path = Path(local_path(self.tracking_uri, mv.tags.get("flywheel.model_path", "")))
             if folder_path.is_dir() and not (folder_path / Path(path).name).exists():
                 shutil.copy(path, folder_path / Path(path).name)
             return
@@ -202,7 +231,8 @@ class Registry:
 
     def get(self, version: str | int) -> ModelRef:
         mv = self.client.get_model_version(self.name, str(version))
-        return ModelRef(self.name, str(mv.version), mv.tags.get("flywheel.model_path", ""), dict(mv.tags))
+        return ModelRef(self.name, str(mv.version), local_path(self.tracking_uri, mv.tags.get("flywheel.model_path", "")),
+                        dict(mv.tags))
 
     def set_tags(self, version: str | int, tags: Mapping[str, Any]) -> None:
         for k, v in tags.items():
@@ -349,7 +379,7 @@ def training_start(tracking_uri: str, base_model: str, base_path: str, init_from
     champ = _champion_tags(tracking_uri, name) if init_from == "champion" else None
     if champ is not None:
         version, tags = champ
-        path = tags.get("flywheel.model_path", "")
+        path = local_path(tracking_uri, tags.get("flywheel.model_path", ""))
         if tags.get("flywheel.base_model") == base_model and path and Path(path).is_dir():
             return path, f"{name}:{version} (the champion)"
     return base_path, f"base model {base_model}"

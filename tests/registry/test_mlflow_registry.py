@@ -105,3 +105,31 @@ def test_promote_refuse_and_rollback_on_sqlite(base_report, better_report, regre
 
     with pytest.raises(MlflowException):
         rollback(mlflow_registry, to_version="99")
+
+
+def test_a_moved_home_reads_its_own_models(flywheel_home, seed_mlflow_db, tmp_path):
+    """issue 27: versions recorded absolute model paths, so a moved home served (or missed) the old folder."""
+    import shutil
+
+    from flywheel.paths import FlywheelPaths
+    from flywheel.registry.mlflow_registry import Registry, training_start
+
+    seed_mlflow_db(flywheel_home)
+    ckpt = flywheel_home.models / "policies" / "tiny-v1"
+    ckpt.mkdir(parents=True)
+    (ckpt / "config.json").write_text("{}")
+    reg = Registry(flywheel_home.mlflow_uri)
+    ref = reg.register(ckpt, {"base_model": "tiny-v1"})
+    reg.set_champion(ref.version)
+    assert ref.model_path == str(ckpt.resolve()) and ref.tags["flywheel.model_path"] == "models/policies/tiny-v1"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "config.json").write_text("{}")
+    assert reg.register(outside).tags["flywheel.model_path"] == str(outside.resolve())  # outside the home: as is
+
+    moved = FlywheelPaths(home=tmp_path / "moved_home")
+    shutil.move(flywheel_home.home, moved.home)
+    champ = Registry(moved.mlflow_uri).champion()
+    assert champ.model_path == str(moved.home.resolve() / "models" / "policies" / "tiny-v1")
+    assert (Path(champ.model_path) / "config.json").is_file()
+    assert training_start(moved.mlflow_uri, "tiny-v1", "unused") == (champ.model_path, f"{champ.name}:1 (the champion)")
