@@ -33,7 +33,8 @@ def stage_challenger(registry: Registry, candidate: ModelRef, comparison: Compar
     passed, reason = decide(comparison, gate)
     if passed:
         registry.set_challenger(candidate.version, reason=reason)
-        reason = (f"challenger {candidate.uri}: passed the offline gate ({reason}); promoted only if its canary "
+        said = reason.split(": ", 1)[1] if reason.startswith("promoted ") else reason  # the gate's evidence
+        reason = (f"challenger {candidate.uri}: passed the offline gate ({said}); promoted only if its canary "
                   "on live traffic holds")
     registry.set_tags(candidate.version, {"flywheel.promoted": "false", "flywheel.gate_passed": str(passed).lower(),
                                           "flywheel.gate_reason": reason[:4000],
