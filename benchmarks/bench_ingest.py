@@ -11,6 +11,14 @@ before and just after the ingests and compared by the mean of the two (a shared 
 
     python benchmarks/bench_ingest.py [--rows 1000000] [--data realistic|uniform] [--format parquet|jsonl]
                                       [--baseline REV]
+    python benchmarks/bench_ingest.py --memory [--array-mib 200]
+
+`--memory` instead ingests, each in a fresh process, a `.json` array of `--array-mib` MiB of these
+records holding one 8 MiB record, the same array at half the size, and a gzip bomb (one line /
+array record decompressing to 120 MiB between two good ones, `.jsonl.gz` and `.json.gz`); it prints
+each one's extra peak RSS over the process after a warm-up ingest, the large array's extra over the
+small one's against 2x its largest record, the bombs' extra against 2x the line cap that skips the
+bomb unheld, and conservation (records read = ingested + quarantined + duplicates).
 """
 
 from __future__ import annotations
@@ -143,6 +151,111 @@ def demo_traffic_hit_rate(records: int, seed: int) -> float:
     return pc.sum(hit).as_py() / len(recs)
 
 
+def _rss_mib(field: str) -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def memory_worker(src: str, warehouse: str, out: str) -> None:
+    """Ingest `src` after a warm-up ingest of one small record (imports, DuckDB, threads); the peak RSS
+    above the warmed-up process is what the file itself cost."""
+    from flywheel.logs.ingest import ingest
+
+    warm = Path(out).with_suffix(".warm.jsonl")
+    warm.write_text(Path(src).with_suffix(".first").read_text())
+    ingest(warm, warehouse)
+    base = _rss_mib("VmRSS")
+    rep = ingest(src, warehouse).to_dict()
+    Path(out).write_text(json.dumps({"extra_mib": _rss_mib("VmHWM") - base, "base_mib": base, "report": rep}))
+
+
+def memory_files(folder: Path, array_mib: int, seed: int) -> dict[str, tuple[Path, float]]:
+    """The files of `--memory`, each with its largest record held whole (MiB; 0 for a bomb, skipped unheld)."""
+    import gzip
+
+    sys.path.insert(0, str(ROOT))
+    from _mining_data import make_templates
+
+    t = make_templates(4000, seed).to_pylist()
+    recs = [json.dumps({**{k: r[k] for k in ("id", "timestamp", "task_id", "domain", "model")},
+                        **{k: json.loads(r[k]) for k in ("messages", "outcome", "reference", "extra")}})
+            for r in t]
+    folder.mkdir(parents=True, exist_ok=True)
+    first = recs[0]
+    big = json.dumps({**json.loads(recs[1]), "id": "large-1", "note": "x" * (8 << 20)})
+
+    def array(path: Path, mib: int) -> Path:
+        size, i = 0, 0
+        with open(path, "w") as f:
+            f.write("[")
+            while size < mib << 20:
+                r = json.loads(recs[i % len(recs)])
+                r["id"] = f"m-{i}"
+                text = json.dumps(r)
+                f.write(("," if i else "") + text)
+                if i == 1000:
+                    f.write("," + big)
+                size += len(text) + 1
+                i += 1
+            f.write("]")
+        return path
+
+    def bomb(path: Path, as_array: bool) -> Path:
+        last = json.dumps({**json.loads(recs[2]), "id": "after-bomb"})
+        with gzip.open(path, "wb", compresslevel=9) as f:
+            f.write((("[" + first + ",") if as_array else first + "\n").encode())
+            f.write(json.dumps({**json.loads(recs[3]), "id": "bomb"})[:-1].encode() + b', "x": "')
+            for _ in range(120):
+                f.write(b"a" * 2**20)
+            f.write(b'"}' + ((("," + last + "]") if as_array else ("\n" + last + "\n")).encode()))
+        return path
+
+    files = {"array_small": (array(folder / "small.json", max(1, array_mib // 2)), len(big) / 2**20),
+             "array_large": (array(folder / "large.json", array_mib), len(big) / 2**20),
+             "bomb_jsonl_gz": (bomb(folder / "bomb.jsonl.gz", False), 0.0),
+             "bomb_json_gz": (bomb(folder / "bomb.json.gz", True), 0.0)}
+    for p, _ in files.values():
+        p.with_suffix(".first").write_text(first + "\n")
+    return files
+
+
+def memory_main(array_mib: int, seed: int) -> dict:
+    from flywheel.logs.options import IngestOptions
+
+    cap = IngestOptions().max_line_bytes / 2**20
+    out: dict = {"array_mib": array_mib}
+    with tempfile.TemporaryDirectory() as d:
+        work = Path(d)
+        files = memory_files(work / "in", array_mib, seed)
+        for name, (path, largest) in files.items():
+            res = work / f"{name}.out.json"
+            subprocess.run([sys.executable, __file__, "--memory-worker", str(path), str(work / f"{name}.duckdb"),
+                            str(res)], check=True, cwd=work)
+            got = json.loads(res.read_text())
+            r = got["report"]
+            ok = r["lines_read"] == r["ingested"] + r["quarantined"] + r["duplicates"]
+            out[name] = {"file_mib": round(path.stat().st_size / 2**20, 1), "largest_record_mib": round(largest, 1),
+                         "extra_peak_rss_mib": round(got["extra_mib"], 1), "records_read": r["lines_read"],
+                         "ingested": r["ingested"], "quarantined": r["quarantined"], "conserved": ok}
+            print(f"{name:14} {out[name]['file_mib']:7.1f} MiB file: +{got['extra_mib']:.0f} MiB peak RSS over the "
+                  f"warmed-up process ({got['base_mib']:.0f} MiB); read {r['lines_read']:,} = ingested {r['ingested']:,} "
+                  f"+ quarantined {r['quarantined']} + duplicates {r['duplicates']} ({'conserved' if ok else 'NOT conserved'})")
+    grow = out["array_large"]["extra_peak_rss_mib"] - out["array_small"]["extra_peak_rss_mib"]
+    largest = out["array_large"]["largest_record_mib"]
+    out["array_growth_mib"] = round(grow, 1)
+    out["array_within_2x_largest_record"] = grow <= 2 * largest
+    print(f"{array_mib} MiB array vs {array_mib // 2} MiB: +{grow:.0f} MiB (2x its largest record: {2 * largest:.0f} MiB)")
+    for b in ("bomb_jsonl_gz", "bomb_json_gz"):
+        out[b]["within_2x_line_cap"] = out[b]["extra_peak_rss_mib"] <= 2 * cap
+    print(f"gzip bombs (120 MiB line): +{out['bomb_jsonl_gz']['extra_peak_rss_mib']:.0f} / "
+          f"+{out['bomb_json_gz']['extra_peak_rss_mib']:.0f} MiB (2x the {cap:.0f} MiB line cap: {2 * cap:.0f} MiB)")
+    out["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(out))
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -151,8 +264,16 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--data", choices=["realistic", "uniform"], default="realistic", help="the rows (see above)")
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet", help="the input logs' format")
     ap.add_argument("--baseline", metavar="REV", help="also ingest the same files with this git revision's flywheel")
+    ap.add_argument("--memory", action="store_true", help="memory of a large JSON array and gzip bombs (see above)")
+    ap.add_argument("--array-mib", type=int, default=200, help="size of --memory's large array")
     ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--memory-worker", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.memory_worker:
+        memory_worker(*args.memory_worker)
+        return {}
+    if args.memory:
+        return memory_main(args.array_mib, args.seed)
     if args.worker:
         worker(*args.worker[:4], bool(args.worker[4]))
         return {}
