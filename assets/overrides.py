@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 import pydantic
 
+from flywheel.train.config import TrainConfig, ignored_by_stage
 from flywheel_dagster.assets.config import LibConfig
 from flywheel_dagster.assets.orchestration import BASE_MODEL_ASSETS, DAILY_ASSETS
 
@@ -26,7 +27,7 @@ def parse_override(text: str) -> tuple[str, str, Any]:
     key, sep, raw = text.partition("=")
     asset, dot, name = key.partition(".")
     if not sep or not dot or not asset or not name:
-        raise ValueError(f"override {text!r} must look like asset.field=value, e.g. rlvr_policy.steps=10")
+        raise ValueError(f"override {text!r} must look like asset.field=value, e.g. rlvr_policy.rft_steps=10")
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -176,11 +177,29 @@ def check_values(asset: str, values: dict[str, Any], job: dg.JobDefinition) -> N
     try:
         cfg = cls(**values)
         if isinstance(cfg, LibConfig):
-            LibConfig.to_lib(cfg)
+            lib = LibConfig.to_lib(cfg)
             for prefix in cfg.nested_specs:
                 cfg.nested_lib(prefix)
     except (pydantic.ValidationError, ValueError, TypeError) as e:
         raise _refused(asset, values, e) from None
+    if isinstance(cfg, LibConfig) and isinstance(lib, TrainConfig):
+        _check_stage(asset, lib.stage, values)
+
+
+def _check_stage(asset: str, stage: str, values: dict[str, Any]) -> None:
+    """A training setting the chosen stage never reads is refused: it would silently do nothing."""
+    from flywheel.train.rft.config import RFT_PREFIX, RftConfig
+
+    ignored = ignored_by_stage(stage, list(values), RFT_PREFIX)
+    if not ignored:
+        return
+    name = ignored[0]
+    if stage == "rl":
+        raise TurnConfigError(f"--set {asset}.{name}: an RFT setting, which stage rl never reads; RFT runs with "
+                              f"{asset}.stage=rft (the default) or rft_rl")
+    own = f"RFT's own is {asset}.{RFT_PREFIX}{name}; " if name in RftConfig.__dataclass_fields__ else ""
+    raise TurnConfigError(f"--set {asset}.{name}: a GRPO setting, which stage rft (the default) never reads; "
+                          f"{own}GRPO runs with {asset}.stage=rl or rft_rl")
 
 
 def check_resource_values(key: str, values: dict[str, Any], defs: dg.Definitions) -> None:

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Dagster log level of the turn's runs (INFO shows each step; a failed turn's traceback "
                         "is printed from DEBUG and INFO)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="ASSET.FIELD=VALUE",
-                   help="override an asset's (or a resource's) config for this turn, e.g. --set rlvr_policy.steps=20 "
+                   help="override an asset's (or a resource's) config for this turn, e.g. --set rlvr_policy.rft_steps=200 "
                         "--set eval_report.tasks_math=40 (repeatable; VALUE is read as JSON, else as text). "
                         "Every override is checked against the jobs' config before anything is written.")
     add_json_flag(p)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from flywheel.config_fields import check_choices, option
-from flywheel.train.common.lora import lora_option
-from flywheel.train.common.placement import placement_option
+from flywheel.train.common.lora import LORA_FIELDS, lora_option
+from flywheel.train.common.placement import PLACEMENT_FIELDS, placement_option
 from flywheel.train.common.schedule import OptimSpec
 
 STAGES = ("rft", "rl", "rft_rl")
@@ -200,3 +200,19 @@ class TrainConfig:
 GRPOConfig = TrainConfig
 """The old name of `TrainConfig` (it configured a run whose default stage is RFT, not GRPO); kept for users'
 code, the repository uses `TrainConfig`."""
+
+
+RUN_FIELDS = ("stage", "init_from", "seed", "use_pool", "replay_tasks_per_domain", "domain_weights", "dev_every",
+              "dev_tasks_per_domain", *PLACEMENT_FIELDS, "num_threads", *LORA_FIELDS)
+"""`TrainConfig` fields every stage reads: the run, its task set (`build_task_set`), placement and adapter; the
+other fields are GRPO's settings, which a run of stage `rft` ignores (its own are `RftConfig`'s)."""
+
+
+def ignored_by_stage(stage: str, names: list[str] | tuple[str, ...], rft_prefix: str = "rft_") -> list[str]:
+    """Which of the settings `names` (TrainConfig fields; RftConfig's as `rft_<field>`) a run of `stage` never
+    reads: GRPO's under `rft`, RFT's under `rl`; under `rft_rl` both stages run."""
+    if stage == "rft":
+        return [n for n in names if not n.startswith(rft_prefix) and n not in RUN_FIELDS]
+    if stage == "rl":
+        return [n for n in names if n.startswith(rft_prefix)]
+    return []

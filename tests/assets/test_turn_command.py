@@ -32,10 +32,15 @@ REPO = Path(__file__).resolve().parents[2]
     ("rlvr_policy.replay_share=NaN", "--set rlvr_policy.replay_share: replay_share: Input should be a finite number"),
     ("sandbox.workers=-3", "--set sandbox.workers: workers: Input should be greater than or equal to 1, got -3"),
     ("rollout_engine.gpu_memory_utilization=1.5", "gpu_memory_utilization: Input should be less than or equal to 1"),
+    # and whether the chosen stage reads it at all (issue 27: turn --help's own example did nothing under RFT)
+    ("rlvr_policy.steps=20", "--set rlvr_policy.steps: a GRPO setting, which stage rft (the default) never reads; "
+                             "RFT's own is rlvr_policy.rft_steps; GRPO runs with rlvr_policy.stage=rl or rft_rl"),
+    ("rlvr_policy.clip_high=0.3", "--set rlvr_policy.clip_high: a GRPO setting, which stage rft (the default) never "
+                                  "reads; GRPO runs with rlvr_policy.stage=rl or rft_rl"),
 ])
 def test_bad_overrides_fail_before_anything_is_written(override, why, flywheel_home, capsys, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(flywheel_home.home / "dagster_home"))
-    code = main(["turn", "--day", "2026-12-01", "--set", "rlvr_policy.steps=3",
+    code = main(["turn", "--day", "2026-12-01", "--set", "rlvr_policy.rft_steps=3",
                  "--set", override])
     err = capsys.readouterr().err
     assert code == 2 and why in err and len(err.strip().splitlines()) == 1
@@ -55,11 +60,18 @@ def test_bad_override_under_json(flywheel_home, capsys):
 
 def test_valid_overrides_pass_the_check():
     from flywheel_dagster.assets.definitions import build_definitions
-    from flywheel_dagster.assets.overrides import check_overrides
+    from flywheel_dagster.assets.overrides import TurnConfigError, check_overrides
 
-    check_overrides({"rlvr_policy": {"steps": 3, "lr": 1, "domain_weights": {"math": 1.0}, "adam_betas": [0.8, 0.9]},
+    defs = build_definitions()
+    check_overrides({"rlvr_policy": {"stage": "rl", "steps": 3, "lr": 1, "domain_weights": {"math": 1.0},
+                                     "adam_betas": [0.8, 0.9]},
                      "eval_report": {"n_samples": 1}, "verifiers": {"max_tasks": 0},
-                     "rollout_engine": {"engine": "vllm"}}, build_definitions())
+                     "rollout_engine": {"engine": "vllm"}}, defs)
+    # settings every stage reads pass under the default RFT stage, RFT's own under rft_rl and not under rl
+    check_overrides({"rlvr_policy": {"rft_steps": 5, "seed": 3, "use_pool": False, "backend": "torch"}}, defs)
+    check_overrides({"rlvr_policy": {"stage": "rft_rl", "rft_steps": 5, "steps": 2}}, defs)
+    with pytest.raises(TurnConfigError, match=r"--set rlvr_policy.rft_steps: an RFT setting, which stage rl never"):
+        check_overrides({"rlvr_policy": {"stage": "rl", "rft_steps": 5}}, defs)
 
 
 def test_resource_override_keeps_the_resources_other_fields():
