@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ def json_text(value: Any, where: str) -> Any:
     return value
 
 
+_LEAP = re.compile(r"^(\d{4}-?\d\d-?\d\d[T ]\d\d:?\d\d:?)60((?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)$")
+
+
 def iso_time(value: Any, where: str) -> tuple[str, float]:
     """(ISO-8601 UTC text, epoch seconds) of an ISO string or epoch nanoseconds/milliseconds/seconds."""
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
@@ -57,10 +61,12 @@ def iso_time(value: Any, where: str) -> tuple[str, float]:
         except (OverflowError, OSError, ValueError) as e:
             raise RecordError("bad_timestamp", where, f"{value} is not a usable epoch time ({e})") from None
     elif isinstance(value, str):
+        leap = _LEAP.match(value)  # 23:59:60: the second after :59, as POSIX time (and the SQL path) counts it
         try:
-            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            t = dt.datetime.fromisoformat((leap.expand(r"\g<1>59\2") if leap else value).replace("Z", "+00:00"))
         except ValueError:
             raise RecordError("bad_timestamp", where, f"{value[:40]!r} is not an ISO-8601 time") from None
+        t += dt.timedelta(seconds=1) if leap else dt.timedelta(0)
         t = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
     else:
         raise RecordError("bad_timestamp" if value is not None else "missing_field", where,

@@ -79,3 +79,19 @@ def test_format_can_be_forced(tmp_path, wh, write_jsonl, langsmith_run) -> None:
     report = ingest(tmp_path, wh, options=IngestOptions(format="otel"))
     assert report.quarantined == 1
     assert wh.execute("SELECT field FROM quarantine").fetchall() == [("resourceSpans",)]
+
+
+def test_trace_times_read_leap_seconds_and_basic_format() -> None:
+    """As the other formats' path does (a leap second is the second after :59, as POSIX time counts it)."""
+    import pytest
+
+    from flywheel.logs.messages import RecordError
+    from flywheel.logs.traces.common import iso_time
+
+    assert iso_time("2026-12-31T23:59:60Z", "t")[0] == "2027-01-01T00:00:00Z"
+    assert iso_time("20261231T235960Z", "t")[0] == "2027-01-01T00:00:00Z"
+    assert iso_time("2026-12-31T23:59:60.5+00:00", "t")[0] == "2027-01-01T00:00:00.500000Z"
+    assert iso_time("20261201T101010Z", "t")[0] == "2026-12-01T10:10:10Z"
+    assert iso_time("1796119200000000000", "t")[0] == "2026-12-01T10:00:00Z"  # OTLP nanoseconds as text
+    with pytest.raises(RecordError, match="not an ISO-8601 time"):
+        iso_time("2026-12-01T10:60:00Z", "t")  # a 60th minute is no leap second
