@@ -8,6 +8,7 @@ Every `TrainConfig` field is a flag (generated from the dataclass: same defaults
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         rft = from_args(RftConfig, args, prefix=RFT_PREFIX)
     except ValueError as e:
         return fail(str(e))
+    if unread := stage_unread(cfg, rft):
+        return fail(unread)
     paths = storage_from_env().ensure()
     base = args.base_model
     if base is None:
@@ -76,3 +79,21 @@ def run(args: argparse.Namespace) -> int:
                f"rollouts waited {res.idle_shares['idle/rollouts_waiting_for_update']:.0%}" if res.idle_shares else ""))
     emit(args, out, text)
     return 0
+
+
+def stage_unread(cfg: TrainConfig, rft: RftConfig) -> str:
+    """Why a flag set away from its default does nothing under `--stage` (`ignored_by_stage`), or ""."""
+    from flywheel.train.config import ignored_by_stage
+
+    base, base_rft = TrainConfig(), RftConfig()
+    changed = [f.name for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != getattr(base, f.name)]
+    changed += [RFT_PREFIX + f.name for f in dataclasses.fields(rft) if f.name not in RFT_RUN_FIELDS
+                and getattr(rft, f.name) != getattr(base_rft, f.name)]
+    unread = ignored_by_stage(cfg.stage, changed, RFT_PREFIX)
+    if not unread:
+        return ""
+    flag = "--" + unread[0].replace("_", "-")
+    if cfg.stage == "rl":
+        return f"{flag} is an RFT setting, which --stage rl never reads; RFT runs with --stage rft (the default) or rft_rl"
+    own = f"RFT's own is --rft-{flag[2:]}; " if unread[0] in RftConfig.__dataclass_fields__ else ""
+    return f"{flag} is a GRPO setting, which --stage rft (the default) never reads; {own}GRPO runs with --stage rl or rft_rl"

@@ -18,3 +18,15 @@ def test_train_help_names_the_default_stage(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--stage rft (fine-tune on the policy's verified samples; the default)" in text
     assert "(TrainConfig;" in text and "GRPOConfig" not in text
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--steps", "20"], "--steps is a GRPO setting, which --stage rft (the default) never reads; RFT's own is "
+                        "--rft-steps; GRPO runs with --stage rl or rft_rl"),
+    (["--stage", "rl", "--rft-steps", "20"], "--rft-steps is an RFT setting, which --stage rl never reads"),
+])
+def test_a_flag_the_stage_never_reads_is_refused(argv, why, flywheel_home, capsys):
+    assert main(["train", *argv]) == 2
+    err = capsys.readouterr().err
+    assert why in err and len(err.strip().splitlines()) == 1
+    assert not list(flywheel_home.models.glob("policies/*"))  # nothing trained

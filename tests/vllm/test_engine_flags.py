@@ -18,7 +18,7 @@ def test_train_with_the_vllm_engine_says_how_to_get_vllm_where_it_is_missing(fly
         pytest.skip("vllm is installed here")
     from flywheel.cli import main
 
-    assert main(["train", "--engine", "vllm", "--base-model", str(policy_dir), "--steps", "1", "--json"]) == 2
+    assert main(["train", "--engine", "vllm", "--base-model", str(policy_dir), "--rft-steps", "1", "--json"]) == 2
     assert "docs/vllm.md" in json.loads(capsys.readouterr().out)["error"]
 
 
