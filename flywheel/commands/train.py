@@ -73,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
     res = train_policy(cfg, base, release, paths=paths, resume=args.resume, rft=rft, generator_factory=factory,
                        sample_engine=sampler)
     out = res.to_dict()
-    text = (f"trained {res.steps_done} steps in {res.wall_s:.0f}s; final reward {res.final_reward:.3f}\n"
-            f"policy: {res.policy_dir}\nmlflow run: {res.mlflow_run_id} ({paths.mlflow_uri})"
+    from flywheel.tracking import run_links  # the run's page, built now from today's MLflow address
+
+    link = run_links(paths.mlflow_uri, {"run": res.mlflow_run_id}).get("run") if res.mlflow_run_id else None
+    reward = "pass share of its samples" if cfg.stage == "rft" else "final reward"
+    text = (f"trained {res.steps_done} steps in {res.wall_s:.0f}s ({cfg.stage}); {reward} {res.final_reward:.3f}\n"
+            f"policy: {res.policy_dir}\nmlflow run: {link or res.mlflow_run_id} ({paths.mlflow_uri})"
             + (f"\nidle: update waited {res.idle_shares['idle/update_waiting_for_rollouts']:.0%}, "
                f"rollouts waited {res.idle_shares['idle/rollouts_waiting_for_update']:.0%}" if res.idle_shares else ""))
     emit(args, out, text)
