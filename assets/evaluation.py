@@ -6,6 +6,7 @@ from pydantic import Field
 from flywheel.evaluation.runner import REGRESSION_TOLERANCE
 from flywheel.evaluation.suites import EvalConfig
 from flywheel.gpu import GpuSpec
+from flywheel.train.config import TrainConfig
 from flywheel_dagster.assets.config import config_class
 from flywheel_dagster.assets.metadata import upstream_path, upstream_value
 from flywheel_dagster.assets.partitions import base_models
@@ -37,7 +38,9 @@ class EvalReportConfig(config_class(EvalConfig, "EvalFields", "EvalConfig's fiel
     pool=EVAL_GPU.pool,
     check_specs=[
         dg.AssetCheckSpec("eval_set_decontaminated", asset="eval_report", blocking=True,
-                          description="No held-out eval prompt occurs in the training task pool."),
+                          description="No eval prompt (held-out, production or test suite) occurs in what "
+                                      "training could have shown: the mined pool, the replay window, the base "
+                                      "model's SFT data."),
         dg.AssetCheckSpec("no_domain_regression_vs_champion", asset="eval_report",
                           description="No domain's pass@1 dropped vs the champion beyond tolerance (warning; "
                                       "the promotion gate acts on it)."),
@@ -58,7 +61,8 @@ def eval_report(
     from flywheel.tracking import mlflow_run_url
 
     release, paths = context.partition_key, storage.paths()
-    prompts = training_prompts(paths.warehouse)
+    prompts = training_prompts(paths.warehouse, base_model=release,
+                               replay_per_domain=TrainConfig().replay_tasks_per_domain)
     ev = evaluate_candidate(
         upstream_path(context, "rlvr_policy", "policy_path", paths.home), release,
         upstream_path(context, "base_model", "path", paths.home),

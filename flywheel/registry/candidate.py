@@ -171,9 +171,12 @@ def load_candidate_eval(directory: str | Path, tolerance: float | None = None) -
                          (d / "report.md").read_text(), meta.get("seed_note", ""))
 
 
-def training_prompts(warehouse: str | Path) -> list[str] | None:
-    """Prompts of the training pool in the warehouse (`task_pool` table), None when there is none yet."""
-
+def training_prompts(warehouse: str | Path, base_model: str | None = None,
+                     replay_per_domain: int = 0) -> list[str] | None:
+    """Every prompt training could have shown the candidate: the mined pool (`task_pool`; None when there is
+    none yet), the train suites' replay window (`replay_per_domain` tasks a run replays per domain, from the
+    first `REPLAY_WINDOW` times as many) and, for a tiny release, its SFT data: what the evaluation sets are
+    decontaminated against."""
     if not Path(warehouse).exists():
         return None
     con = connect(warehouse, read_only=True)
@@ -181,7 +184,19 @@ def training_prompts(warehouse: str | Path) -> list[str] | None:
         tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
         if "task_pool" not in tables:
             return None
-        return [r[0] for r in con.execute("select prompt from task_pool").fetchall() if r[0]]
+        prompts = [r[0] for r in con.execute("select prompt from task_pool").fetchall() if r[0]]
     finally:
         con.close()
+    if replay_per_domain > 0:
+        from flywheel.tasks.suites import DOMAINS, train_suite
+        from flywheel.train.common.taskset import REPLAY_WINDOW
+
+        prompts += [t.prompt for d in DOMAINS for t in train_suite(d, REPLAY_WINDOW * replay_per_domain)]
+    if base_model:
+        from flywheel.models.recipe import is_tiny_release, recipe_for
+        from flywheel.models.sft_data import sft_mix
+
+        if is_tiny_release(base_model):
+            prompts += [prompt for _, prompt, _ in sft_mix(recipe_for(base_model))]
+    return prompts
 

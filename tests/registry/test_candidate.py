@@ -66,3 +66,25 @@ def test_champion_is_rescored_under_each_turns_fresh_seed(tiny_model_dir, flywhe
     ev = evaluate_candidate(tiny_model_dir, "tiny-quick", tiny_model_dir, fixed, flywheel_home,
                             log_partitions=["2026-12-03"])
     assert ev.champion.config.seed == ev.candidate.config.seed == 7 and "seed 7, set in the config" in ev.markdown
+
+
+def test_training_prompts_cover_pool_replay_and_the_bases_sft_data(tmp_path):
+    """The evaluation is decontaminated against everything training could have shown, not only the pool."""
+    import duckdb
+
+    from flywheel.models.recipe import recipe_for
+    from flywheel.models.sft_data import sft_mix
+    from flywheel.registry.candidate import training_prompts
+    from flywheel.tasks.suites import train_suite
+
+    warehouse = tmp_path / "w.duckdb"
+    assert training_prompts(warehouse) is None  # nothing checked yet: the check fails, not passes
+    con = duckdb.connect(str(warehouse))
+    con.execute("CREATE TABLE task_pool (prompt VARCHAR)")
+    con.execute("INSERT INTO task_pool VALUES ('a mined prompt')")
+    con.close()
+    assert training_prompts(warehouse) == ["a mined prompt"]
+    full = set(training_prompts(warehouse, base_model="tiny-quick", replay_per_domain=5))
+    assert "a mined prompt" in full
+    assert {p for _, p, _ in sft_mix(recipe_for("tiny-quick"))} <= full
+    assert {t.prompt for t in train_suite("math", 20)} <= full
