@@ -41,3 +41,29 @@ def test_vllm_samples_a_lora_policy_through_adapter_requests(qwen_checkpoint, re
                                    atol=2e-3, rtol=2e-3)
     finally:
         gen.close()
+
+
+def test_a_lora_policy_is_served_with_its_own_template_as_a_lora_module(qwen_checkpoint, tmp_path, require_vllm):
+    import openai
+
+    from flywheel.rollout.checkpoint import load_model
+    from flywheel.serving.managed import start_model_server
+    from flywheel.serving.vllm_server import stop_server
+    from flywheel.train.common.lora import LoraSpec, apply_lora, write_adapter_info
+
+    model, tok = load_model(qwen_checkpoint, trainable=True)
+    policy = tmp_path / "policy"
+    apply_lora(model, LoraSpec(lora_rank=8), qwen_checkpoint).save_pretrained(str(policy))
+    tok.save_pretrained(str(policy))
+    write_adapter_info(policy)
+    info = start_model_server(policy, "flywheel-policy:1", "cpu", tmp_path / "vllm.log", max_model_len=512)
+    try:
+        client = openai.OpenAI(base_url=info.base_url, api_key="unused", timeout=60)
+        assert {m.id for m in client.models.list().data} >= {"flywheel-policy:1", "flywheel-policy:1-base"}
+        user = [{"role": "user", "content": "What is 2 + 3?"}]
+        r = client.chat.completions.create(model="flywheel-policy:1", messages=user, max_tokens=4, temperature=0.0)
+        want = tok(tok.apply_chat_template(user, tokenize=False, add_generation_prompt=True),
+                   add_special_tokens=False)["input_ids"]
+        assert r.usage.prompt_tokens == len(want)  # Qwen's template, not the project's
+    finally:
+        assert stop_server(info) == []
