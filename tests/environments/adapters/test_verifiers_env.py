@@ -79,7 +79,8 @@ def test_trains_and_evaluates_on_it(installed, tiny_model_dir, flywheel_home, se
     assert set(d for d, _, _ in res.task_counts.values()) == {"vf.arith"}
     assert len(judged) >= 4 and not any("error" in v.details for v in judged)  # judged by its rubric
     before = len(judged)
-    ecfg = EvalConfig(n_samples=1, tasks_per_domain={"vf.arith": 2}, n_boot=50, max_new_tokens=16)
+    ecfg = EvalConfig(n_samples=1, tasks_per_domain={"vf.arith": 2}, n_boot=50, max_new_tokens=16,
+                      suites=("heldout",))  # its eval_dataset: the held-out suite alone (the default adds two more)
     rep = evaluate(engine_generator(build_engine("torch", str(res.policy_dir))), ecfg, model="tiny-vf", score=score_fn)
     assert len(rep.tasks) == 2 and {t.domain for t in rep.tasks} == {"vf.arith"}
     assert 0.0 <= rep.metrics["vf.arith"]["pass@1"].value <= 1.0
