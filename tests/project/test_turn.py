@@ -171,3 +171,39 @@ def test_your_logs_drive_a_turn_as_the_readme_says(turn_env, capsys):
         assert f"(http://127.0.0.1:3000/runs/{out['dagster_runs'][1]})" in tags["mlflow.note.content"]
     assert not [c for c in out["checks_failed"] if c["severity"] == "ERROR" and c["asset"] in
                 ("task_logs", "task_pool")]
+
+
+def test_a_default_turn_logs_rft_curves(turn_env):
+    """The default stage (RFT) at tiny sizes through a whole turn: its MLflow run shows per-step curves, fine-tuning
+    and sampling round, charted first (issue 27: 15 of 16 charts were a single dot at the last step)."""
+    import json
+
+    from mlflow import MlflowClient
+
+    from flywheel_dagster.assets.turn import run_turn
+    from flywheel_dagster.assets.turn_config import TurnConfig
+
+    day = "2026-12-01"
+    folder = turn_env.raw_logs / day
+    folder.mkdir(parents=True)
+    lines = [_team_line(i, day, "team-model:v3") for i in range(40)]
+    for i in range(40):  # the same tasks answered right once: logged successes RFT re-verifies and keeps
+        rec = json.loads(_team_line(i, day, "team-model:v3"))
+        a, b = 17 + i, 5 + i % 9
+        rec.update(id=f"ok-{i}", outcome={"status": "success", "passed": True},
+                   messages=[rec["messages"][0], {"role": "assistant", "content": f"Answer: {a + b}"}])
+        lines.append(json.dumps(rec))
+    (folder / "team.jsonl").write_text("\n".join(lines) + "\n")
+    rft = {"rft_tasks_per_domain": {"math": 40}, "rft_samples_per_task": 1, "rft_max_new_tokens": 24,
+           "rft_steps": 4, "rft_batch_size": 2, "rft_include_logs": True}
+    sets = {**TINY, "rlvr_policy": rft}
+    summary = run_turn(TurnConfig(day=day, base_model="tiny-quick", train_budget_s=0, overrides=sets),
+                       progress=lambda _: None)
+    run_id = summary["links"]["mlflow_training_run"].rsplit("/", 1)[-1]
+    client = MlflowClient(turn_env.mlflow_uri)
+    run = client.get_run(run_id)
+    assert run.data.tags["flywheel.stage"] == "rft"
+    hist = {k: client.get_metric_history(run_id, k) for k in run.data.metrics}
+    assert [m.step for m in hist["1_rft/loss"]] == [1, 2, 3, 4] and len(hist["1_rft/lr"]) == 4
+    assert len(hist["2_pass_rate/kept_share"]) > 5 and hist["rft/examples"][-1].value > 0
+    assert sorted({k.rsplit("/", 1)[0] for k in hist})[:2] == ["1_rft", "2_pass_rate"]
