@@ -27,9 +27,11 @@ def test_max_quarantine_rate_fails_the_run_after_loading(tmp_path, capsys):
 
 def test_format_flag_is_passed_to_ingest(tmp_path, capsys):
     w = str(tmp_path / "w.duckdb")
-    assert main(["ingest", str(FIXTURES / "openai_chat.jsonl"), "--warehouse", w, "--format", "sharegpt", "--json"]) == 0
+    # a forced format that fits no record of the file: loaded and quarantined, then exit 1 naming the file
+    assert main(["ingest", str(FIXTURES / "openai_chat.jsonl"), "--warehouse", w, "--format", "sharegpt", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert (out["ingested"], out["quarantined"], out["by_reason"]) == (0, 7, {"missing_field": 7})
+    assert out["files_fitting_no_record"] == [str(FIXTURES / "openai_chat.jsonl")]
 
 
 @pytest.mark.parametrize("flag, value, why", [
