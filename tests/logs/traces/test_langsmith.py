@@ -49,3 +49,32 @@ def test_broken_runs_name_the_field(langsmith_run, break_it, field) -> None:
     with pytest.raises(RecordError) as e:
         canonical(bad)
     assert e.value.field == field, (e.value.field, e.value.why)
+
+
+def test_the_fixture_is_what_the_langsmith_sdk_writes(langsmith_run) -> None:
+    """Round-trip through the SDK's own model (`langsmith.schemas.Run`, what `Client.read_run(...,
+    load_child_runs=True)` returns): validated with real UUID ids, dumped as JSON (ids and times as text, every
+    optional field present, most of them null), it converts to the same conversation and outcome."""
+    pytest.importorskip("langsmith")
+    import json
+    import uuid
+
+    from langsmith.schemas import Run
+
+    ids: dict[str, str] = {}
+
+    def real(x):
+        return ids.setdefault(x, str(uuid.uuid5(uuid.NAMESPACE_URL, x))) if x else x
+
+    def with_uuids(run):
+        run = dict(run, id=real(run["id"]), parent_run_id=real(run.get("parent_run_id")),
+                   trace_id=real(run.get("trace_id") or langsmith_run["id"]))
+        run["child_runs"] = [with_uuids(c) for c in run.get("child_runs") or []]
+        return run
+
+    sdk = Run(**with_uuids(copy.deepcopy(langsmith_run)))
+    exported = json.loads(json.dumps(sdk.model_dump(mode="json")))
+    assert exported["child_runs"][0]["parent_run_id"] == exported["id"] and "dotted_order" in exported
+    ours, theirs = canonical(langsmith_run), canonical(exported)
+    assert theirs["messages"] == ours["messages"] and theirs["outcome"] == ours["outcome"]
+    assert theirs["model"] == "gpt-4o" and theirs["task_id"] == "geo-1" and theirs["id"] == f"langsmith-{exported['id']}"
