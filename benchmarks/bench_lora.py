@@ -1,11 +1,13 @@
 """LoRA against full fine-tuning on the same model: trainable parameters, step time, peak memory, weight sync.
 
-    .venv/bin/python benchmarks/bench_lora.py [--shape small] [--rank 16] [--steps 6] [--device cpu]
+    .venv/bin/python benchmarks/bench_lora.py [--shape small] [--rank 16] [--steps 4] [--device cpu]
+        [--vllm .venv-vllm/bin/python]
 
 Builds a random Qwen2 checkpoint of `--shape` offline (flywheel.models.random_checkpoint), then runs the
 same training steps (the project's backend: AdamW, clipping, LM loss on a batch of --batch x --seq tokens)
 twice, each in a fresh process so peak memory is its own: full fine-tuning and LoRA of --rank on every linear
-layer. Per run: trainable parameters, median step time, peak memory above the loaded model (CPU: peak RSS;
+layer. With `--vllm PYTHON` (a venv where vLLM imports) it also times syncing into vLLM: every weight in
+memory vs the adapters alone (a LoRA request). Per run: trainable parameters, median step time, peak memory above the loaded model (CPU: peak RSS;
 CUDA: max allocated), and the latency of syncing the new policy into a second in-process engine copy (full:
 every weight; LoRA: the adapters alone). Prints ratios LoRA / full; last line: one JSON object.
 """
@@ -76,6 +78,43 @@ def child(model_dir: str, mode: str, rank: int, steps: int, batch: int, seq: int
             "sync_mb": round(sum(v.numel() * v.element_size() for v in sent.values()) / 2**20, 2)}
 
 
+def vllm_child(model_dir: str, rank: int, reps: int = 3) -> dict:
+    """Sync into vLLM (this process's vLLM): every weight in memory vs the adapters alone (a LoRA request),
+    and the first generate after an adapter sync (vLLM loads the adapter then) vs a steady one."""
+    import torch
+
+    from flywheel.rollout.checkpoint import load_model
+    from flywheel.rollout.types import SamplingParams
+    from flywheel.tasks.suites import train_suite
+    from flywheel.train.common.lora import LoraSpec, apply_lora
+    from flywheel.train.grpo.vllm_generator import VllmGenerator
+
+    model, tok = load_model(model_dir, trainable=True)
+    full = VllmGenerator(model, tok, shared=False)
+    for v in range(1, reps + 1):
+        full.sync(model, v)
+    full.close()
+    lora = apply_lora(model, LoraSpec(lora_rank=rank), model_dir)
+    gen = VllmGenerator(lora, tok, shared=False)
+    tasks, sp = train_suite("math", 4), SamplingParams(temperature=0.0, max_new_tokens=8)
+    first, steady = [], []
+    for v in range(1, reps + 1):
+        with torch.no_grad():
+            for n, p in lora.named_parameters():
+                if "lora_B" in n:
+                    p.add_(1e-3)
+        gen.sync(lora, v)
+        for out in (first, steady):
+            t = time.perf_counter()
+            gen.generate(tasks, 1, sp)
+            out.append((time.perf_counter() - t) * 1000)
+    gen.close()
+    return {"vllm_full_sync_ms": round(statistics.median(full.sync_ms), 1),
+            "vllm_adapter_sync_ms": round(statistics.median(gen.sync_ms), 1),
+            "vllm_generate_after_adapter_sync_ms": round(statistics.median(first), 1),
+            "vllm_generate_steady_ms": round(statistics.median(steady), 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="small", help="tiny | small | 0.5b (flywheel.models.random_checkpoint)")
@@ -85,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--vllm", default=None, help="a python whose vLLM imports (e.g. .venv-vllm/bin/python): "
+                                                 "also time vLLM's full vs adapter-only sync")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -92,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.child == "vllm":
+        print(json.dumps(vllm_child(args.model_dir, args.rank)))
+        return 0
     if args.child:
         print(json.dumps(child(args.model_dir, args.child, args.rank, args.steps, args.batch, args.seq, args.device)))
         return 0
@@ -106,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
                    "--seq", str(args.seq), "--device", args.device, "--threads", str(args.threads)]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             runs[mode] = json.loads(out.strip().splitlines()[-1])
+        if args.vllm:  # vLLM's own sync: every weight vs a LoRA request
+            cmd = [args.vllm, __file__, "--child", "vllm", "--model-dir", str(model_dir), "--rank", str(args.rank)]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            runs["vllm"] = json.loads(out.strip().splitlines()[-1])
     full, lora = runs["full"], runs["lora"]
     for r in (full, lora):
         print(f"{r['mode']:5s} trainable {r['trainable_params']:>12,} of {r['total_params']:,}  step {r['step_s']:.3f}s"
@@ -114,9 +162,15 @@ def main(argv: list[str] | None = None) -> int:
               "step_time": lora["step_s"] / full["step_s"],
               "peak_mem": lora["peak_mem_mb"] / full["peak_mem_mb"] if full["peak_mem_mb"] > 0 else None,
               "sync_time": lora["sync_ms"] / full["sync_ms"] if full["sync_ms"] > 0 else None}
+    if "vllm" in runs:
+        v = runs["vllm"]
+        ratios["vllm_sync_time"] = v["vllm_adapter_sync_ms"] / v["vllm_full_sync_ms"]
+        print(f"vLLM sync: full {v['vllm_full_sync_ms']:.0f} ms, adapter {v['vllm_adapter_sync_ms']:.0f} ms; "
+              f"generate after an adapter sync {v['vllm_generate_after_adapter_sync_ms']:.0f} ms vs "
+              f"{v['vllm_generate_steady_ms']:.0f} ms steady")
     print("LoRA / full: " + "  ".join(f"{k} {v:.3f}" for k, v in ratios.items() if v is not None))
     print(json.dumps({"shape": args.shape, "rank": args.rank, "device": args.device, "batch": args.batch,
-                      "seq": args.seq, "steps": args.steps, "full": full, "lora": lora,
+                      "seq": args.seq, "steps": args.steps, "full": full, "lora": lora, "vllm": runs.get("vllm"),
                       "lora_over_full": {k: (round(v, 4) if v is not None else None) for k, v in ratios.items()}}))
     return 0
 
