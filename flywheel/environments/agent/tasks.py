@@ -1,10 +1,12 @@
 """Multi-step tool-use tasks over the inventory environment, with gold trajectories.
 
-A level is how many items the goal changes and how large the goal counts are (`LEVELS`). Levels 1-3 are the
-SFT distribution, one change first (1, 2, 3 changes, goal counts up to 12). Levels 4-6 are production only
-(`PRODUCTION_LEVELS` says from which world day): four changes, goal counts 13-20 (two or three changes), five
-changes. Level 7 is the frozen test suite's: four or five changes with a count of 13-20. Each level's prompts
-are its own by construction: a prompt shows how many items differ and whether a goal count exceeds 12.
+A level is how many items the goal changes, how many it keeps, and how large the goal counts are
+(`LEVELS`). Levels 1-3 are the SFT distribution, one change first (1, 2, 3 changes, at most one item kept,
+goal counts up to 12). Levels 4-6 are production only (`PRODUCTION_LEVELS` says from which world day): a goal
+count of 13-20 (one or two changes), one or two changes in a longer inventory (three or four items kept),
+four changes. Level 7 is the frozen test suite's: a count of 13-20 with two or three items kept. Each
+level's prompts are its own by construction: a prompt shows how many items differ, how many stay, and
+whether a goal count exceeds 12.
 """
 
 from __future__ import annotations
@@ -52,26 +54,32 @@ SMALL_MAX, BIG_MIN, BIG_MAX = 12, 13, 20
 
 @dataclass(frozen=True)
 class Level:
-    """What tasks of one level look like: how many items change, and whether one goal count is big."""
+    """What tasks of one level look like: how many items change, whether one goal count is big, and how many
+    items the goal leaves as they are (`kept`, a range)."""
 
     changes: tuple[int, ...]
     big: bool = False
+    kept: tuple[int, int] = (0, 1)
 
 
 LEVELS = {1: Level((1,)), 2: Level((2,)), 3: Level((3,)),
-          4: Level((4,)), 5: Level((2, 3), big=True), 6: Level((5,)),
-          7: Level((4, 5), big=True)}
+          4: Level((1, 2), big=True), 5: Level((1, 2), kept=(3, 4)), 6: Level((4,)),
+          7: Level((1, 2), big=True, kept=(2, 3))}
 SFT_LEVELS = (1, 2, 3)
 PRODUCTION_LEVELS = {4: 0, 5: 1, 6: 2}
-"""Production-only levels -> the first world day users ask them: four changes, big counts, five changes."""
+"""Production-only levels -> the first world day users ask them: a goal count of 13-20 (one or two changes),
+one or two changes among three or four items left as they are (longer inventories), four changes."""
 TEST_LEVELS = (7,)
-"""The frozen test suite: four or five changes with a big count (levels 4 and 5 at once, never asked)."""
+"""The frozen test suite: a goal count of 13-20 in a longer inventory (one or two changes, two or three items
+kept): levels 4 and 5's shifts at once, never asked by production."""
 
 
-def make_agent_task(rng: random.Random, n_changes: int = 2, big: bool = False, level: int | None = None) -> Task:
-    """One task changing `n_changes` items; `big`: the first changed item's goal is 13-20 (the rest 0-20).
-    The SFT levels' random stream is the one tiny-v1 and tiny-v2 were built from."""
-    items = rng.sample(ITEMS, k=min(len(ITEMS), n_changes + rng.randint(0, 1)))
+def make_agent_task(rng: random.Random, n_changes: int = 2, big: bool = False, level: int | None = None,
+                    kept: tuple[int, int] = (0, 1)) -> Task:
+    """One task changing `n_changes` items and leaving `kept` (a range) as they are; `big`: the first changed
+    item's goal is 13-20 (the rest 0-20). The SFT levels' random stream is the one tiny-v1 and tiny-v2 were
+    built from."""
+    items = rng.sample(ITEMS, k=min(len(ITEMS), n_changes + rng.randint(*kept)))
     initial = {i: rng.randint(0, 9) for i in items}
     goal = dict(initial)
     for j, item in enumerate(rng.sample(items, k=n_changes)):
@@ -93,8 +101,9 @@ def make_agent_task(rng: random.Random, n_changes: int = 2, big: bool = False, l
 def task_level(initial: dict[str, int], goal: dict[str, int]) -> int:
     """The level a task belongs to, read from its inventory and goal alone (what keeps levels disjoint)."""
     changed = [k for k, v in goal.items() if v != initial.get(k, 0)]
-    big = any(v > SMALL_MAX for v in goal.values())
-    return next(lv for lv, spec in LEVELS.items() if len(changed) in spec.changes and spec.big == big)
+    big, kept = any(v > SMALL_MAX for v in goal.values()), len(goal) - len(changed)
+    return next(lv for lv, spec in LEVELS.items()
+                if len(changed) in spec.changes and spec.big == big and spec.kept[0] <= kept <= spec.kept[1])
 
 
 def agent_suite(n: int, seed: int, levels: tuple[int, ...] = SFT_LEVELS,
@@ -108,7 +117,7 @@ def agent_suite(n: int, seed: int, levels: tuple[int, ...] = SFT_LEVELS,
         level = rng.choice(levels)
         spec = LEVELS[level]
         changes = spec.changes[0] if len(spec.changes) == 1 else rng.choice(spec.changes)
-        t = make_agent_task(rng, changes, spec.big, level)
+        t = make_agent_task(rng, changes, spec.big, level, spec.kept)
         if keep(t):
             out.setdefault(t.task_id, t)
     return list(out.values())

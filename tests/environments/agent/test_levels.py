@@ -15,8 +15,9 @@ def test_levels_are_disjoint_by_construction():
     assert set(SFT_LEVELS).isdisjoint(PRODUCTION_LEVELS) and set(TEST_LEVELS).isdisjoint(
         {*SFT_LEVELS, *PRODUCTION_LEVELS})
     assert SFT_LEVELS[0] == 1 and LEVELS[1].changes == (1,)  # one change first
-    specs = [(c, spec.big) for spec in LEVELS.values() for c in spec.changes]
-    assert len(specs) == len(set(specs))  # (changes, big count) names exactly one level
+    shapes = [(c, k, spec.big) for spec in LEVELS.values() for c in spec.changes
+              for k in range(spec.kept[0], spec.kept[1] + 1)]
+    assert len(shapes) == len(set(shapes))  # (changes, items kept, big count) names exactly one level
     env = AgentEnvironment()
     for level in LEVELS:
         for t in env.suite(150, level, level, lambda t: True):  # the prompt alone says its level
