@@ -1,4 +1,5 @@
-"""`flywheel model build|sample`: build the tiny base model, or sample from any checkpoint."""
+"""`flywheel model build|sample|merge`: build the tiny base model, sample from any checkpoint, or export a
+LoRA policy merged into its base."""
 
 from __future__ import annotations
 
@@ -32,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--engine", default="torch", choices=["torch", "vllm"])
     add_json_flag(s)
     s.set_defaults(func=_sample)
+
+    m = sub.add_parser("merge", help="export a LoRA adapter folder merged into its base as a plain checkpoint")
+    m.add_argument("adapter", help="adapter folder (a LoRA policy: adapter_config.json naming its base)")
+    m.add_argument("--out", required=True, help="output folder for the merged HF checkpoint")
+    add_json_flag(m)
+    m.set_defaults(func=_merge)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -71,4 +78,18 @@ def _sample(args: argparse.Namespace) -> int:
                 "finish_reason": r.finish_reason, "tokens": len(r.token_ids)} for r in rs]
     text = "\n\n".join(f"[{s['task_id']}] {s['prompt'].strip()}\n-> {s['response']}" for s in samples)
     emit(args, {"model": str(info.path), "samples": samples}, text)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    # loaded when the command runs, so `flywheel --help` stays fast
+    from flywheel.rollout.adapters import is_adapter_dir, merge_adapter
+
+    if not is_adapter_dir(args.adapter):
+        return fail(f"{args.adapter} is not a LoRA adapter folder (adapter_config.json + adapter_model.*)")
+    try:
+        out = merge_adapter(args.adapter, args.out)
+    except (FileNotFoundError, ValueError) as e:
+        return fail(str(e))
+    emit(args, {"adapter": str(args.adapter), "merged": str(out)}, f"merged {args.adapter} into its base: {out}")
     return 0
