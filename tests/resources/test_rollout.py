@@ -19,7 +19,7 @@ def test_factory_builds_the_configured_engine_and_evaluation_uses_it(tiny_model_
         built.append(eng)
         return eng
 
-    cfg = EvalConfig(n_samples=1, tasks_per_domain={"math": 2}, greedy=False)
+    cfg = EvalConfig(n_samples=1, tasks_per_domain={"math": 2}, greedy=False, suites=("heldout",))
     rep = evaluate_policy(str(tiny_model_dir), cfg, engine=factory)
     assert len(built) == 1 and built[0].max_batch_size == 3
     assert len(rep.tasks) == 2
