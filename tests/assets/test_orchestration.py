@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 import yaml
 
+from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel_dagster.assets.orchestration import (
     BASE_MODEL_ASSETS,
     DAILY_ASSETS,
@@ -113,7 +114,7 @@ def test_chained_job_follows_the_champion_base_model(flywheel_home, seed_mlflow_
     seed_mlflow_db(flywheel_home)
     uri = flywheel_home.mlflow_uri
     instance = dg.DagsterInstance.ephemeral()
-    assert current_base_model(instance, uri) == "tiny-v1"  # nothing known: the embedded default
+    assert current_base_model(instance, uri) == DEFAULT_BASE_MODEL  # nothing known: the embedded default
     instance.add_dynamic_partitions(base_models.name, ["tiny-v1", "tiny-v2"])
     assert current_base_model(instance, uri) == "tiny-v2"  # no champion: the newest release
     reg = Registry(uri)
@@ -137,10 +138,10 @@ def test_chain_sensor_requests_base_model_run_after_a_day(flywheel_home, storage
 
     first = tick({"dagster/partition": "2026-12-01"})
     [req] = first.run_requests  # no partition yet: it is added with the request
-    assert req.partition_key == "tiny-v1" and req.tags["flywheel/log_partition"] == "2026-12-01"
-    assert list(first.dynamic_partitions_requests[0].partition_keys) == ["tiny-v1"]
-    instance.add_dynamic_partitions(base_models.name, ["tiny-v1"])
-    assert tick({"dagster/partition": "2026-12-02"}).partition_key == "tiny-v1"
+    assert req.partition_key == DEFAULT_BASE_MODEL and req.tags["flywheel/log_partition"] == "2026-12-01"
+    assert list(first.dynamic_partitions_requests[0].partition_keys) == [DEFAULT_BASE_MODEL]
+    instance.add_dynamic_partitions(base_models.name, [DEFAULT_BASE_MODEL])
+    assert tick({"dagster/partition": "2026-12-02"}).partition_key == DEFAULT_BASE_MODEL
     assert isinstance(tick({TURN_TAG: "2026-12-02"}), dg.SkipReason)
 
 
