@@ -1,4 +1,5 @@
-"""code: small Python functions in HumanEval's format, judged in the sandbox by their `check`.
+"""code: small Python functions in HumanEval's format, judged in the sandbox by their `check` (SFT levels 1-2,
+production 3-5, test 6: see `tasks.py`).
 
 Everything code is here: the task families (`tasks.py`), the verifier (`verifier.py`) and the trusted
 judge it runs in the sandbox (`_harness*.py`, programs, never imported), hack probes (`probes.py`) and
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 from flywheel.environments.base import Probe, sql_literal
 from flywheel.environments.code.failures import CODE_RE, code_failure
 from flywheel.environments.code.production import PROFILE
+from flywheel.environments.code.tasks import PRODUCTION_LEVELS, SFT_LEVELS, TEST_LEVELS
 from flywheel.environments.judging import require
 from flywheel.environments.suite import SuiteEnvironment
 from flywheel.environments.task import Task
@@ -26,13 +29,15 @@ class CodeEnvironment(SuiteEnvironment):
     name = "code"
     production = PROFILE
     task_fields = ("prompt", "entry_point", "test")
-    heldout_tasks = 60
-    """The code families yield only 24 held-out prompts today: code is evaluated on 24 until they have more."""
+    levels_ = SFT_LEVELS
+    heldout_tasks = 240
+    production_levels = MappingProxyType(PRODUCTION_LEVELS)
+    test_levels = TEST_LEVELS
 
     def suite(self, n: int, seed: int, level: int | None, keep: Callable[[Task], bool]) -> list[Task]:
         from flywheel.environments.code.tasks import code_suite
 
-        return code_suite(n, seed, keep=keep)
+        return code_suite(n, seed, (level,) if level else SFT_LEVELS, keep=keep)
 
     def make_verifier(self, context: Any) -> Any:
         from flywheel.environments.code.verifier import CodeVerifier

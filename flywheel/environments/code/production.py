@@ -87,10 +87,40 @@ _CODE_FAMILY_DIFFICULTY = {
 }
 
 
+_LEVEL_DIFFICULTY = {2: 0.6, 3: 0.8, 4: 0.85, 5: 0.95}
+"""Levels past 1: the wider SFT level, then production's own levels (its weakness), hardest last."""
+
+
 def difficulty(task: Task) -> float:
-    """0 (easy) .. 1 (hard) from the task's family."""
+    """0 (easy) .. 1 (hard): a level-1 task's from its family, a later level's from the level."""
+    level = int((task.meta or {}).get("level", 1))
+    if level > 1:
+        return _LEVEL_DIFFICULTY.get(level, 1.0)
     fam = str((task.meta or {}).get("family", ""))
     return next((v for k, v in _CODE_FAMILY_DIFFICULTY.items() if fam.startswith(k)), 0.5)
+
+
+_MUTATIONS: tuple[tuple[str, str], ...] = (
+    (r"\((\w+) \+ (\d+)\) \* ", r"\1 + \2 * "),  # a combination's parentheses forgotten
+    (r" > ", " >= "), (r" < ", " <= "), (r" <= ", " < "), (r" \+ ", " - "), (r" - ", " + "), (r" \* ", " + "),
+    (r" // ", " / "), (r"\[:(\d+)\]", r"[1:\1]"), (r"\[::-1\]", ""), (r"sum\(", "len("), (r"len\(", "sum("),
+    (r"startswith", "endswith"), (r"endswith", "startswith"), (r"upper", "lower"),
+)
+"""Plausible slips of a model that nearly knows the answer: an operator, a bound, a parenthesis."""
+
+
+def _near_miss(header: str, body: str, test: str, entry: str, rng: random.Random) -> str | None:
+    """The gold body with one slip that fails the task's asserts (None: no slip fails them)."""
+    slips = list(_MUTATIONS) + [(r"(?<![\w.])(\d+)(?!\w)", "+1")]
+    rng.shuffle(slips)
+    for pat, rep in slips:
+        if rep == "+1":
+            wrong = re.sub(pat, lambda m: str(int(m.group(1)) + 1), body, count=1)
+        else:
+            wrong = re.sub(pat, rep, body, count=1)
+        if wrong != body and run_code(header, wrong, test, entry).error is not None:
+            return wrong
+    return None
 
 
 def reword(prompt: str, rng: random.Random) -> str:
@@ -120,7 +150,9 @@ def respond(task: Task, mode: str, rng: random.Random) -> tuple[list[dict], dict
             mode, tests={"run": 0, "passed": 0}, latency_ms=10000,
             error="TimeoutError: sandbox execution exceeded the 10 s limit")
     if mode == "wrong_answer":
-        body = f"    return {p}\n"
+        near = _near_miss(header, ref["canonical_solution"], ref["test"], entry, rng) if (
+            (task.meta or {}).get("level", 1) != 1 and ref.get("canonical_solution")) else None
+        body = near or f"    return {p}\n"
         run = run_code(header, body, ref["test"], entry)
         if run.error is None:
             body = "    return None\n"

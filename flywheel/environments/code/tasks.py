@@ -2,6 +2,16 @@
 
 Each family is a signature, a docstring, a one-line body and a `check(candidate)` of
 asserts; parameters vary per task so the tiny model must read the prompt.
+
+Levels, disjoint by construction (each level's function names, parameters,
+docstring wordings or constants are its own; `tests/environments/code/test_levels.py`):
+- SFT (`SFT_LEVELS`): 1, the ten families below (what tiny-v1 and tiny-v2 were taught; unchanged), and 2,
+  new operations and wider constants in the same shape (`sft_families.py`);
+- production only (`PRODUCTION_LEVELS`, level -> first world day), near variations of the SFT families
+  (`shifted.py`): 3 another parameter name (day 0), 4 a type-hinted signature (day 1), 5 the docstring in
+  other words, or two known operations in one function (day 2);
+- the frozen test suite (`TEST_LEVELS`): 6, a docstring wording of its own ("Give back ..."), alone or with
+  another parameter name, or a renamed and annotated parameter (`shifted.py`).
 """
 
 from __future__ import annotations
@@ -9,10 +19,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from flywheel.environments.code.sft_families import SFT2
+from flywheel.environments.code.shape import Family, Spec, written
+from flywheel.environments.code.shifted import SHIFTED
 from flywheel.environments.task import Task, stable_task_id
-
-Family = Callable[[random.Random], tuple[str, str, str, list[str]]]
-"""rng -> (function name, signature+docstring, body, list of assert lines over `candidate`)."""
 
 
 def _add_k(rng: random.Random):
@@ -94,29 +104,59 @@ def _clamp(rng: random.Random):
 FAMILIES: tuple[Family, ...] = (
     _add_k, _times_k, _is_multiple, _sum_list, _max_list, _reverse, _count_char, _repeat, _filter_gt, _clamp,
 )
+"""Level 1: the families tiny-v1 and tiny-v2 were taught."""
+
+SFT_LEVELS = (1, 2)
+PRODUCTION_LEVELS = {3: 0, 4: 1, 5: 2}
+"""Production-only levels -> the first world day users ask them."""
+TEST_LEVELS = (6,)
+_WEIGHT = {2: 4}
+"""How often a draw over several levels picks each (1 when absent): level 2 has ~9x level 1's prompts."""
 
 
-def make_code_task(rng: random.Random) -> Task:
-    name, header, body, asserts = rng.choice(FAMILIES)(rng)
+def _families(level: int) -> tuple[Family, ...]:
+    if level == 1:
+        return FAMILIES
+    return SFT2 if level == 2 else SHIFTED[level]
+
+
+def make_code_task(rng: random.Random, level: int = 1) -> Task:
+    """One task of `level` (1: the ten original families, drawn exactly as before levels existed)."""
+    return family_task(rng.choice(_families(level)), rng, level)
+
+
+def family_task(family: Family, rng: random.Random, level: int) -> Task:
+    """A task of `family` (one of `level`'s)."""
+    out = family(rng)
+    name, header, body, asserts = written(out) if isinstance(out, Spec) else out
     test = "def check(candidate):\n" + "".join(f"    {a}\n" for a in asserts)
+    meta = ({"family": name.rstrip("0123456789_")} if level == 1
+            else {"family": family.__name__.lstrip("_"), "level": level})
     return Task(
         task_id=stable_task_id("code", header),
         domain="code",
         prompt=header,
         reference={"entry_point": name, "test": test, "canonical_solution": body},
         solution=f"```python\n{header}{body}```",
-        meta={"family": name.rstrip("0123456789_")},
+        meta=meta,
     )
 
 
-def code_suite(n: int, seed: int, keep: Callable[[Task], bool] = lambda t: True) -> list[Task]:
-    """Up to `n` distinct tasks passing `keep` (the families allow a few hundred), deterministic in `seed`."""
+def task_level(task: Task) -> int:
+    """A code task's level (level-1 tasks carry only their family, as before levels existed)."""
+    return int((task.meta or {}).get("level", 1))
+
+
+def code_suite(n: int, seed: int, levels: tuple[int, ...] = SFT_LEVELS,
+               keep: Callable[[Task], bool] = lambda t: True) -> list[Task]:
+    """Up to `n` distinct tasks of `levels` passing `keep`, deterministic in `seed`. One level draws its
+    families alone (level 1 exactly as the single suite did); several pick a level per task (`_WEIGHT`)."""
     rng = random.Random(seed)
     out: dict[str, Task] = {}
     for _ in range(n * 50):
         if len(out) >= n:
             break
-        t = make_code_task(rng)
+        t = make_code_task(rng, levels[0] if len(levels) == 1 else rng.choices(levels, [_WEIGHT.get(lv, 1) for lv in levels])[0])
         if keep(t):
             out.setdefault(t.task_id, t)
     return list(out.values())
