@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.set_defaults(func=_build)
 
     s = sub.add_parser("sample", help="sample responses to held-out tasks from a checkpoint folder")
-    s.add_argument("--model", default=None, help="checkpoint folder or release (default: tiny-v1, built if needed)")
+    s.add_argument("--model", default=None, help=f"checkpoint folder or release (default: {DEFAULT_BASE_MODEL}, built if needed)")
     s.add_argument("--domain", default="math", choices=["math", "code", "agent"])
     s.add_argument("--n", type=positive_int, default=3, help="held-out tasks")
     s.add_argument("--temperature", type=non_negative, default=1.0, help="0: greedy")

@@ -20,8 +20,9 @@ from typing import Any
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel.models.measure import measure_pass_rates
-from flywheel.models.recipe import QUICK, TinyModelRecipe
+from flywheel.models.recipe import QUICK, TinyModelRecipe, recipe_for
 from flywheel.models.sft_data import sft_mix
 from flywheel.models.tokenizer import train_tokenizer
 from flywheel.progress import quiet_transformers_bars
@@ -90,8 +91,8 @@ def cached_build(out_dir: str | Path, recipe: TinyModelRecipe) -> BuildResult | 
 
 
 def build_tiny_model(out_dir: str | Path, recipe: TinyModelRecipe | None = None, force: bool = False) -> BuildResult:
-    """Build (or reuse the cached build of) the tiny model into `out_dir`."""
-    recipe = recipe or TinyModelRecipe()
+    """Build (or reuse the cached build of) the tiny model into `out_dir` (default: the default base's recipe)."""
+    recipe = recipe or recipe_for(DEFAULT_BASE_MODEL)
     out = Path(out_dir)
     if not force and (hit := cached_build(out, recipe)) is not None:
         return hit

@@ -12,7 +12,6 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from flywheel.defaults import DEFAULT_BASE_MODEL
 from flywheel.environments.code import CodeEnvironment
 from flywheel.train.common.sft import SftConfig
 
@@ -23,7 +22,8 @@ AGENT_FORMATS = ("direct", "plan")
 class TinyModelRecipe:
     """Everything that determines the tiny model; its hash keys the build cache."""
 
-    release: str = field(default=DEFAULT_BASE_MODEL, metadata={"help": "release name (the base_model partition)"})
+    release: str = field(default="tiny-v1", metadata={"help": "release name (the base_model partition); the field "
+                                                            "defaults are tiny-v1's recipe"})
     seed: int = field(default=0, metadata={"help": "seed for init, data and SFT order"})
     vocab_size: int = field(default=1024, metadata={"help": "BPE vocabulary cap (the corpus may yield fewer)"})
     hidden_size: int = field(default=96, metadata={"help": "model width"})
