@@ -72,8 +72,8 @@ def _last_k(rng: random.Random):
 
 
 def _between(rng: random.Random):
-    lo = rng.randint(0, 25)
-    hi = lo + rng.randint(1, 25)
+    lo = rng.randint(0, 20)
+    hi = lo + rng.randint(1, 20)
     return fn(f"between_{lo}_{hi}", "x", f"Return True if x is between {lo} and {hi}, inclusive.",
               f"{lo} <= x <= {hi}", [(x,) for x in (lo - 1, lo, hi, hi + 1, (lo + hi) // 2)])
 
@@ -126,6 +126,63 @@ def _add_each(rng: random.Random):
               [([1, 2, 3],), ([],), ([-5],)])
 
 
+def _scale_each(rng: random.Random):
+    k = rng.randint(2, 20)
+    return fn(f"multiply_each_by_{k}", "xs", f"Return xs with each item multiplied by {k}.", f"[x * {k} for x in xs]",
+              [([1, 2, 3],), ([],), ([-5],)])
+
+
+def _subtract_each(rng: random.Random):
+    k = rng.randint(1, 30)
+    return fn(f"subtract_{k}_from_each", "xs", f"Return xs with {k} subtracted from each item.",
+              f"[x - {k} for x in xs]", [([1, 2, 3],), ([],), ([40],)])
+
+
+def _distance(rng: random.Random):
+    k = rng.randint(0, 50)
+    return fn(f"distance_to_{k}", "x", f"Return the distance between x and {k}.", f"abs(x - {k})",
+              [(x,) for x in (0, k, k + 3, -7)])
+
+
+def _larger(rng: random.Random):
+    k = rng.randint(-20, 50)
+    return fn(f"at_least_{k}".replace("-", "minus_"), "x", f"Return the larger of x and {k}.", f"max(x, {k})",
+              [(x,) for x in (k - 5, k, k + 5)])
+
+
+def _smaller(rng: random.Random):
+    k = rng.randint(-20, 50)
+    return fn(f"at_most_{k}".replace("-", "minus_"), "x", f"Return the smaller of x and {k}.", f"min(x, {k})",
+              [(x,) for x in (k - 5, k, k + 5)])
+
+
+def _equals(rng: random.Random):
+    k = rng.randint(0, 99)
+    return fn(f"equals_{k}", "x", f"Return True if x equals {k}.", f"x == {k}", [(k,), (k + 1,), (0 if k else 1,)])
+
+
+def _is_less(rng: random.Random):
+    k = rng.randint(0, 99)
+    return fn(f"is_less_than_{k}", "x", f"Return True if x is less than {k}.", f"x < {k}",
+              [(k,), (k - 1,), (k + 10,)])
+
+
+def _item_at(rng: random.Random):
+    k = rng.randint(0, 5)
+    return fn(f"item_{k}", "xs", f"Return the item of xs at index {k}.", f"xs[{k}]",
+              [(list(range(10, 20)),), ([7, 6, 5, 4, 3, 2, 1],)])
+
+
+def _append_text(rng: random.Random):
+    w = "".join(rng.sample("abcdefghij", 2))
+    return fn(f"append_{w}", "s", f"Return s with '{w}' added at the end.", f"s + '{w}'", [("",), ("xy",)])
+
+
+def _prepend_text(rng: random.Random):
+    w = "".join(rng.sample("abcdefghij", 2))
+    return fn(f"prepend_{w}", "s", f"Return s with '{w}' added at the start.", f"'{w}' + s", [("",), ("xy",)])
+
+
 def _list_op(rng: random.Random):
     name, doc, expr, cases = rng.choice([
         ("min_list", "Return the smallest number in xs.", "min(xs)", [([1, 2, 3],), ([-4, -2],), ([7],)]),
@@ -140,6 +197,7 @@ def _list_op(rng: random.Random):
 SFT2: tuple[Family, ...] = (
     _add_wide, _times_wide, _subtract, _floor_div, _mod, _power, _less_than, _greater_than_wide, _first_k, _last_k,
     _between, _clamp_wide, _is_multiple_wide, _repeat_wide, _count_char_wide, _replace, _starts_with, _ends_with,
-    _add_each, _list_op,
+    _add_each, _list_op, _scale_each, _subtract_each, _distance, _larger, _smaller, _equals, _is_less, _item_at,
+    _append_text, _prepend_text,
 )
 """Level 2's families (in-distribution: SFT data and the held-out regression suite)."""
