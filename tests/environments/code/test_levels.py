@@ -11,7 +11,7 @@ import random
 import pytest
 
 from flywheel.environments.code import CodeEnvironment
-from flywheel.environments.code.production import respond, run_code
+from flywheel.environments.code.production import difficulty, respond, run_code
 from flywheel.environments.code.sft_families import SFT2
 from flywheel.environments.code.shifted import SHIFTED
 from flywheel.environments.code.tasks import (
@@ -128,6 +128,8 @@ def test_production_answers_for_every_level():
             assert out["error"] and run_code(header, body, test, entry).error is not None
             msgs, out = respond(t, "runtime_error", rng)
             assert out["error"] and out["tests"]["passed"] < out["tests"]["run"]
+    mean = {lv: sum(difficulty(make_code_task(rng, lv)) for _ in range(50)) / 50 for lv in (1, 2, *PRODUCTION_LEVELS)}
+    assert list(mean.values()) == sorted(mean.values())  # production's own levels are its weakness
 
 
 def test_level_one_families_are_untouched():
