@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tasks = {d: int(n) for d, n in (kv.split(":") for kv in args.eval_tasks.split(","))}
     cfg = EvalConfig(n_samples=args.eval_samples, tasks_per_domain=tasks, test_tasks=args.test_tasks,
-                     suites=("production", "test"), derive_seed=False, seed=args.eval_seed)
+                     production_tasks=max(tasks.values()), suites=("production", "test"), derive_seed=False,
+                     seed=args.eval_seed)
     base_home = FlywheelPaths(home=root / f"flywheel-s{seeds[0]}")
     base_path = base_home.models / "base" / args.base
     reports = {("none", s): None for s in seeds}

@@ -47,11 +47,14 @@ class EvalConfig:
     domain_tasks: Mapping[str, int] = option({}, "held-out tasks per domain of the installed environments, merged "
                                                  "into tasks_per_domain: a domain, a glob (rg.*) or family:NAME, "
                                                  "e.g. {\"rg.*\": 20} (each matched domain gets 20)", ge=0)
-    suites: tuple[str, ...] = option(SUITES, "evaluation suites: heldout (the SFT distribution's held-out split, "
-                                             "the regression guard), production (held-out draws from what "
-                                             "production asks, drift included: where a gain must show), test "
-                                             "(the frozen test suite: reported, never read by the gate)",
+    suites: tuple[str, ...] = option(("heldout", "production"),
+                                     "evaluation suites: heldout (the SFT distribution's held-out split, the "
+                                     "regression guard), production (held-out draws from what production asks, "
+                                     "drift included: where a gain must show), test (the frozen test suite: "
+                                     "reported, never read by the gate; `flywheel evaluate --suite test`)",
                                      choices=SUITES)
+    production_tasks: int = option(150, "tasks per domain of the production suite (at most the domain's "
+                                        "tasks_per_domain)", ge=0)
     test_tasks: int = option(100, "tasks per domain of the test suite (at most the domain's tasks_per_domain)",
                              ge=0)
     price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens", ge=0)
@@ -123,13 +126,14 @@ def derived_seed(subject: str, inputs: Sequence[str]) -> int:
 
 def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:
     """Each suite's first tasks of each domain (deterministic, independent of seed), keyed by report unit
-    (`math`, `production/math`, `test/math`): `tasks_per_domain[d]` per domain (`test_tasks` at most in
-    the test suite); an environment's domain generates only as many as asked, and a suite a domain lacks
+    (`math`, `production/math`, `test/math`): `tasks_per_domain[d]` per domain (at most `production_tasks`
+    and `test_tasks` in those suites); an environment's domain generates only as many as asked, and a suite a domain lacks
     is left out."""
     out: dict[str, list[Task]] = {}
     for suite in (s for s in SUITES if s in config.suites):
         for d in config.domains:
-            n = config.tasks_per_domain[d] if suite != "test" else min(config.test_tasks, config.tasks_per_domain[d])
+            cap = {"production": config.production_tasks, "test": config.test_tasks}.get(suite)
+            n = config.tasks_per_domain[d] if cap is None else min(cap, config.tasks_per_domain[d])
             if suite == "heldout":
                 ts = heldout_suite(d, None if d in DOMAINS else n)[:n]
             else:

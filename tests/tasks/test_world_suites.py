@@ -62,10 +62,12 @@ def test_suites_are_prefix_stable_and_deterministic():
 
 
 def test_eval_units_are_named_by_suite():
-    cfg = EvalConfig(tasks_per_domain={"math": 10, "code": 4, "agent": 4}, test_tasks=5)
+    cfg = EvalConfig(tasks_per_domain={"math": 10, "code": 4, "agent": 4}, test_tasks=5, production_tasks=7,
+                     suites=("heldout", "production", "test"))
     units = eval_tasks(cfg)
     assert {"math", "production/math", "test/math"} <= set(units)
-    assert len(units["test/math"]) == 5
+    assert len(units["test/math"]) == 5 and len(units["production/math"]) == 7 and len(units["math"]) == 10
+    assert not any(u.startswith("test/") for u in eval_tasks(EvalConfig(tasks_per_domain={"math": 10})))
     assert unit_name("heldout", "math") == "math" and suite_of("production/math") == "production"
     assert suite_of("math") == "heldout" and suite_of("rg.gcd") == "heldout"
     only = eval_tasks(EvalConfig(tasks_per_domain={"math": 10}, suites=("heldout",)))
