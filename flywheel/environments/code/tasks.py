@@ -111,7 +111,9 @@ PRODUCTION_LEVELS = {3: 0, 4: 1, 5: 2}
 """Production-only levels -> the first world day users ask them. Measured on tiny-v2 (taught level 1 only;
 60 tasks x 8 samples at 0.7, pass@1 / pass@8): level 3 0.07 / 0.15, 4 0.03 / 0.10, 5 0.02 / 0.08 (two
 operations 0 / 0: its share, a quarter, waits for a model taught level 2); test level 6 0.015 / 0.03; level 1
-held out 0.59 / 0.79 (24 tasks), level 2 held out 0.08 / 0.08 (only times_k with k 21..40)."""
+held out 0.59 / 0.79 (24 tasks), level 2 held out 0.08 / 0.08 (only times_k with k 21..40). A model of the
+same size taught levels 1 and 2 (1,000 SFT steps, 400 code tasks a level, less math and agent than tiny-v3):
+level 2 held out 0.43 / 0.55, production 3 0.14 / 0.27, 4 0.20 / 0.35, 5 0.21 / 0.32, test 6 0.05 / 0.10."""
 TEST_LEVELS = (6,)
 _WEIGHT = {2: 4}
 """How often a draw over several levels picks each (1 when absent): level 2 has ~9x level 1's prompts."""
