@@ -107,9 +107,10 @@ CLEAN = TinyModelRecipe(release="tiny-v2", math_noise=0.0)
 whose weaknesses are its own rather than repaired noise."""
 
 PLAN = TinyModelRecipe(release="tiny-v3", math_noise=0.0, agent_format="plan", n_agent=3000,
-                       code_levels=CodeEnvironment.levels_ or (1,), sft=SftConfig(steps=2000, max_len=384))
-"""tiny-v2 (the clean base) with a worked plan before each agent call and three times the agent SFT data,
-taught every code SFT level: the base whose agent domain is learnable (docs/models.md)."""
+                       code_levels=CodeEnvironment.levels_ or (1,), sft=SftConfig(steps=3000, max_len=384))
+"""tiny-v2 (the clean base) with a worked plan before each agent call, three times the agent SFT data, every
+code SFT level and 3000 steps (2000 left math at 0.50): the base whose agent domain is learnable (measured in
+docs/models.md)."""
 
 RECIPES: dict[str, TinyModelRecipe] = {"tiny-v1": TinyModelRecipe(), "tiny-v2": CLEAN, "tiny-v3": PLAN,
                                        "tiny-quick": QUICK, "tiny-mix": MIX}
