@@ -19,6 +19,7 @@ the same on the test suite (`…_test`), and how many turns each arm promoted.
 
     python benchmarks/bench_ablation.py --base tiny-v2 --base-dir $HOME/models/base --seeds 0,1,2 --turns 3
     python benchmarks/bench_ablation.py --quick      # minutes: tiny-quick, one turn, a handful of tasks
+    python benchmarks/bench_ablation.py --one-round $HOME --seeds 0   # one training round from a mined day
 """
 
 from __future__ import annotations
@@ -97,6 +98,35 @@ def run_arm(arm: str, seed: int, args: argparse.Namespace, root: Path) -> dict[s
     return record
 
 
+ROUND_FLAGS = {"flywheel": [], "replay_only": ["--no-use-pool"]}
+
+
+def train_arm(arm: str, seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    """One training round of an arm (`--one-round HOME`): `flywheel train` from the base on a copy of HOME, whose
+    warehouse holds a day's mined pool; same code, replay and steps for both arms, only the pool differs."""
+    home = root / f"{arm}-s{seed}"
+    done = home / "ablation_arm.json"
+    if args.resume and done.exists():
+        return json.loads(done.read_text())
+    if home.exists():
+        shutil.rmtree(home)
+    shutil.copytree(args.one_round, home, ignore=shutil.ignore_patterns("checkpoints", "policies", "dagster"))
+    base = home / "models" / "base" / args.base
+    cmd = [sys.executable, "-m", "flywheel.cli", "train", "--base-model", str(base), "--release", f"abl-{arm}",
+           "--init-from", "base", "--seed", str(seed), "--json", *ROUND_FLAGS[arm]]
+    env = {**os.environ, "FLYWHEEL_HOME": str(home)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{arm} seed {seed}: flywheel train exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    out = json.loads(proc.stdout)
+    record = {"arm": arm, "seed": seed, "wall_s": round(time.perf_counter() - t0, 1), "champion": f"abl-{arm}-s{seed}",
+              "champion_path": out["policy_dir"], "promoted": [True], "reasons": ["one training round, no gate"]}
+    done.write_text(json.dumps(record))
+    return record
+
+
 def per_task(report: Any, suite: str) -> dict[str, float]:
     """pass@1 per task of one suite (`task_id` keys, suite-prefixed as the report names them)."""
     from flywheel.tasks.world_suites import suite_of
@@ -137,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-boot", type=int, default=2000)
     ap.add_argument("--work", default="", help="where the arms' homes go (default: a temporary folder, removed)")
     ap.add_argument("--resume", action="store_true", help="with --work: keep arms whose turns already ran there")
+    ap.add_argument("--one-round", default="", metavar="HOME",
+                    help="instead of whole turns: one training round per arm from the mined pool in HOME's warehouse "
+                         "(a home after a turn's mining), the gate and traffic left out: mining vs replay on the "
+                         "same day's data")
     ap.add_argument("--quick", action="store_true", help="tiny-quick, one turn, a handful of tasks: a smoke run")
     args = ap.parse_args(argv)
     if args.quick:
@@ -146,11 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     from flywheel.evaluation.runner import evaluate_policy
     from flywheel.evaluation.suites import EvalConfig
     from flywheel.paths import FlywheelPaths
+    from flywheel.tasks.world_suites import suite_of
 
     seeds = [int(s) for s in args.seeds.split(",")]
     tmp = tempfile.TemporaryDirectory(prefix="flywheel-ablation-") if not args.work else None
     root = Path(args.work or tmp.name)  # type: ignore[union-attr]
-    runs = [run_arm(arm, s, args, root) for s in seeds for arm in ARMS]
+    run = train_arm if args.one_round else run_arm
+    runs = [run(arm, s, args, root) for s in seeds for arm in ARMS]
     for r in runs:
         print(f"{r['arm']:<12} seed {r['seed']}: promoted {sum(r['promoted'])}/{len(r['promoted'])} "
               f"in {r['wall_s']:.0f}s, champion {r['champion']}", flush=True)
@@ -159,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = EvalConfig(n_samples=args.eval_samples, tasks_per_domain=tasks, test_tasks=args.test_tasks,
                      production_tasks=max(tasks.values()), suites=("production", "test"), derive_seed=False,
                      seed=args.eval_seed)
-    base_home = FlywheelPaths(home=root / f"flywheel-s{seeds[0]}")
-    base_path = base_home.models / "base" / args.base
+    base_path = FlywheelPaths(home=root / f"flywheel-s{seeds[0]}").models / "base" / args.base
     reports = {("none", s): None for s in seeds}
     base_rep = evaluate_policy(str(base_path), cfg, model=args.base)
     for r in runs:
@@ -186,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
                       + (f" pass@8 {m['pass@8'].value:.3f}" if "pass@8" in m else ""))
         gains = {arm: paired(arm_tasks[arm], [base_tasks] * len(seeds), args.n_boot, args.eval_seed) for arm in ARMS}
         mining = paired(arm_tasks["flywheel"], arm_tasks["replay_only"], args.n_boot, args.eval_seed)
+        for unit in sorted({t.domain for t in base_rep.tasks if suite_of(t.domain) == suite}):  # where it moved
+            cells = {arm: np.mean([reports[(arm, s)].metrics[unit]["pass@1"].value for s in seeds]) for arm in ARMS}
+            base_u = base_rep.metrics[unit]["pass@1"].value
+            print(f"[{suite}] {unit:<20} base {base_u:.3f}  " + "  ".join(f"{a} {v:.3f}" for a, v in cells.items()))
+            figures.setdefault("per_unit", {})[unit] = {"base": round(base_u, 4), **{a: round(float(v), 4)
+                                                                                   for a, v in cells.items()}}
         for name, est in (("gain_flywheel", gains["flywheel"]), ("gain_replay_only", gains["replay_only"]),
                           ("mining_gain_over_replay", mining)):
             figures[name + suffix] = est["value"]
