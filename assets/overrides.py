@@ -134,10 +134,22 @@ def check_overrides(overrides: dict[str, dict[str, Any]], defs: dg.Definitions) 
                 hint = " (a number or true/false is read as JSON: quote it, e.g. '\"1\"')" if expected == "String" else ""
                 raise TurnConfigError(f"--set {asset}.{name}: expected {expected}, got {value!r}{hint}") from None
             default = fields[name].default_value if fields[name].default_provided else None
-            if isinstance(default, list) and isinstance(value, list) and len(value) != len(default):
+            if (isinstance(default, list) and isinstance(value, list) and len(value) != len(default)
+                    and not _variadic(job, asset, name)):
                 raise TurnConfigError(f"--set {asset}.{name}: expected {len(default)} values like {default}, "
                                       f"got {len(value)}")
         check_values(asset, values, job)
+
+
+def _variadic(job: dg.JobDefinition, asset: str, name: str) -> bool:
+    """Whether `asset`'s config field `name` is a `tuple[X, ...]` of its library dataclass (any number of items,
+    e.g. eval_report.suites=["heldout"]); a fixed tuple (adam_betas) takes as many values as its default."""
+    cls = asset_config_class(job, asset)
+    if cls is None or not issubclass(cls, LibConfig):
+        return False
+    specs = [(s.name, s) for s in cls.lib_specs]
+    specs += [(prefix + s.name, s) for prefix, (_, sub) in cls.nested_specs.items() for s in sub]
+    return any(n == name and s.variadic for n, s in specs)
 
 
 def _one_line(e: Exception) -> str:

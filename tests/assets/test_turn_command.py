@@ -65,7 +65,7 @@ def test_valid_overrides_pass_the_check():
     defs = build_definitions()
     check_overrides({"rlvr_policy": {"stage": "rl", "steps": 3, "lr": 1, "domain_weights": {"math": 1.0},
                                      "adam_betas": [0.8, 0.9]},
-                     "eval_report": {"n_samples": 1}, "verifiers": {"max_tasks": 0},
+                     "eval_report": {"n_samples": 1, "suites": ["heldout"]}, "verifiers": {"max_tasks": 0},
                      "rollout_engine": {"engine": "vllm"}}, defs)
     # settings every stage reads pass under the default RFT stage, RFT's own under rft_rl and not under rl
     check_overrides({"rlvr_policy": {"rft_steps": 5, "seed": 3, "use_pool": False, "backend": "torch"}}, defs)
