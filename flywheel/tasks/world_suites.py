@@ -42,6 +42,20 @@ def production_suite(domain: str, n: int, split: str = "heldout", seed: int | No
     return fn(domain, split, n, seed, day) if fn else env.tasks(domain, split, n, seed)
 
 
+def has_production_shift(domain: str) -> bool:
+    """Whether production asks `domain` anything beyond its training distribution (production-only levels, or
+    an environment's own `production_tasks`); without a shift its production suite would only repeat the
+    held-out one, so evaluation leaves it out."""
+    from flywheel.environments.base import BaseEnvironment
+
+    env = _env(domain)
+    levels = getattr(env, "production_levels", None)
+    if levels is not None:
+        return bool(levels)
+    fn = getattr(type(env), "production_tasks", None)
+    return fn is not None and fn is not BaseEnvironment.production_tasks
+
+
 def test_suite(domain: str, n: int) -> list[Task]:
     """The frozen test suite of `domain` ([] when its environment has none)."""
     fn = getattr(_env(domain), "test_tasks", None)
@@ -49,11 +63,11 @@ def test_suite(domain: str, n: int) -> list[Task]:
 
 
 def suite_tasks(suite: str, domain: str, n: int) -> list[Task]:
-    """The first `n` tasks of `domain` in evaluation suite `suite`."""
+    """The first `n` tasks of `domain` in evaluation suite `suite` ([] where the domain has no such suite)."""
     if suite == "heldout":
         return heldout_suite(domain, n)[:n]
     if suite == "production":
-        return production_suite(domain, n)[:n]
+        return production_suite(domain, n)[:n] if has_production_shift(domain) else []
     if suite == "test":
         return test_suite(domain, n)[:n]
     raise ValueError(f"unknown evaluation suite {suite!r}; known: {SUITES}")

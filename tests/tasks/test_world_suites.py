@@ -94,3 +94,13 @@ def test_no_training_or_gate_path_reads_the_test_suite():
                 readers.add(path.relative_to(ROOT).as_posix())
     allowed = TEST_SUITE_READERS | {"flywheel/environments/suite.py"}  # where test_tasks is defined
     assert readers <= allowed, f"modules reading the frozen test suite: {sorted(readers - allowed)}"
+
+
+def test_a_domain_without_a_production_shift_has_no_production_suite():
+    """A plug-in without production-only levels would only repeat its held-out suite: evaluation leaves it out."""
+    from flywheel.tasks.world_suites import has_production_shift, suite_tasks
+
+    assert has_production_shift("math") and has_production_shift("code") and has_production_shift("agent")
+    assert not has_production_shift("rg.gcd") and suite_tasks("production", "rg.gcd", 5) == []
+    units = eval_tasks(EvalConfig(tasks_per_domain={"math": 2}, domain_tasks={"rg.gcd": 2}))
+    assert set(units) == {"math", "rg.gcd", "production/math"}
