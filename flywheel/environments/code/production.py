@@ -118,9 +118,15 @@ def _near_miss(header: str, body: str, test: str, entry: str, rng: random.Random
             wrong = re.sub(pat, lambda m: str(int(m.group(1)) + 1), body, count=1)
         else:
             wrong = re.sub(pat, rep, body, count=1)
-        if wrong != body and run_code(header, wrong, test, entry).error is not None:
+        if wrong != body and _fails_an_assert(run_code(header, wrong, test, entry)):
             return wrong
     return None
+
+
+def _fails_an_assert(run: CodeRun) -> bool:
+    """A wrong answer runs and fails an assert; a slip that raises (a TypeError on `sum(text)`) is a runtime
+    error, which the taxonomy tells apart, so it is no near miss."""
+    return run.error is not None and run.error.rstrip().splitlines()[-1].startswith("AssertionError")
 
 
 def reword(prompt: str, rng: random.Random) -> str:
