@@ -8,7 +8,10 @@ from flywheel.gpu import GpuSpec
 from flywheel.registry.serving import serving_manifest, write_serving_manifest
 
 
-def test_serving_manifest_uses_gpu_spec(tmp_path):
+def test_serving_manifest_uses_gpu_spec(tmp_path, tiny_model_dir):
+    import shutil
+
+    shutil.copytree(tiny_model_dir, tmp_path / "m")  # a checkpoint: the manifest writes its chat template beside it
     m = serving_manifest(tmp_path / "m", "flywheel-policy:3", GpuSpec(count=4, kind="nvidia-h100"))
     default, fast = m["variants"]["default"]["args"], m["variants"]["fast"]["args"]
     assert default[default.index("--tensor-parallel-size") + 1] == "4"
@@ -23,5 +26,6 @@ def test_serving_manifest_uses_gpu_spec(tmp_path):
     import yaml
 
     assert yaml.safe_load(paths["yaml"].read_text()) == json.loads(paths["json"].read_text())
+    assert paths["chat_template"].read_text().strip()  # the checkpoint's own template, what --chat-template names
     cpu = serving_manifest("p", "x", GpuSpec(count=0))
     assert cpu["variants"]["default"]["args"][cpu["variants"]["default"]["args"].index("--tensor-parallel-size") + 1] == "1"
