@@ -39,7 +39,8 @@ def test_budgeted_run_shrinks_its_horizon_and_ends_there(flywheel_home, policy_d
     assert horizons[0] == 400 and res.horizon < 400 and horizons[-1] == res.horizon  # logged every step
     assert res.finished and res.stop_reason in ("horizon", "budget") and res.steps_done <= res.horizon
     if res.stop_reason == "horizon":  # the cosine really decayed: 10% of lr after the last step
-        assert res.steps_done == res.horizon and res.history[-1]["lr"] == pytest.approx(0.1 * cfg.lr)
+        # the horizon may shrink once more at the last step, after its lr was set: within 2% of the floor
+        assert res.steps_done == res.horizon and res.history[-1]["lr"] == pytest.approx(0.1 * cfg.lr, rel=0.02)
 
 
 def test_best_dev_checkpoint_is_the_policy_and_patience_stops_the_run(flywheel_home, policy_dir, digit_reward):
