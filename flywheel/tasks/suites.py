@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from flywheel.environments.base import SPLITS, is_heldout
 from flywheel.environments.builtin import BUILTIN_DOMAINS, BUILTIN_ENVIRONMENTS
-from flywheel.environments.registry import default_environments
+from flywheel.environments.registry import environment_for
 from flywheel.environments.task import Task
 
 DOMAINS = BUILTIN_DOMAINS
@@ -33,25 +33,26 @@ def is_heldout_prompt(prompt: str) -> bool:
     return is_heldout(prompt)
 
 
+def suite_environment(domain: str):
+    """`environment_for(domain)` for a suite: an unknown domain is a ValueError naming the installed ones."""
+    try:
+        return environment_for(domain)
+    except KeyError as e:  # UnknownDomainError: the message names the installed domains
+        raise ValueError(str(e)) from None
+
+
 def domain_suite(domain: str, n: int, seed: int, split: str = "train") -> list[Task]:
     """`n` distinct tasks of `domain` from `split` ("train" or "heldout"), deterministic in `seed`, from the
     installed environment serving the domain."""
     if split not in SPLITS:
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
-    try:
-        env = default_environments().for_domain(domain)
-    except KeyError as e:  # UnknownDomainError: the message names the installed domains
-        raise ValueError(str(e)) from None
-    return env.tasks(domain, split, n, seed)
+    return suite_environment(domain).tasks(domain, split, n, seed)
 
 
 def heldout_suite(domain: str, n: int | None = None) -> list[Task]:
     """The evaluation set of a domain; training data never contains these prompts."""
     if not n:
-        try:
-            n = default_environments().for_domain(domain).heldout_size(domain)
-        except KeyError as e:
-            raise ValueError(str(e)) from None
+        n = suite_environment(domain).heldout_size(domain)
     return domain_suite(domain, n, HELDOUT_SEED, split="heldout")
 
 

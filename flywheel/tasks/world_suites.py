@@ -12,9 +12,8 @@
 
 from __future__ import annotations
 
-from flywheel.environments.registry import default_environments
 from flywheel.environments.task import Task
-from flywheel.tasks.suites import TRAIN_SEED, heldout_suite
+from flywheel.tasks.suites import TRAIN_SEED, heldout_suite, suite_environment
 
 SUITES = ("heldout", "production", "test")
 """The evaluation suites, in report order."""
@@ -23,19 +22,12 @@ GATED_SUITES = ("heldout", "production")
 PRODUCTION_SEED = 19_000
 
 
-def _env(domain: str):
-    try:
-        return default_environments().for_domain(domain)
-    except KeyError as e:  # UnknownDomainError names the installed domains
-        raise ValueError(str(e)) from None
-
-
 def production_suite(domain: str, n: int, split: str = "heldout", seed: int | None = None,
                      day: int | None = None) -> list[Task]:
     """`n` tasks as production asks them on world day `day` (None: once every drift has happened).
     `split="heldout"` is the production evaluation suite; `"train"` what simulated users are served.
     An environment without a production shift yields its training distribution."""
-    env = _env(domain)
+    env = suite_environment(domain)
     fn = getattr(env, "production_tasks", None)
     if seed is None:
         seed = PRODUCTION_SEED if split == "heldout" else TRAIN_SEED
@@ -48,7 +40,7 @@ def has_production_shift(domain: str) -> bool:
     held-out one, so evaluation leaves it out."""
     from flywheel.environments.base import BaseEnvironment
 
-    env = _env(domain)
+    env = suite_environment(domain)
     levels = getattr(env, "production_levels", None)
     if levels is not None:
         return bool(levels)
@@ -58,7 +50,7 @@ def has_production_shift(domain: str) -> bool:
 
 def test_suite(domain: str, n: int) -> list[Task]:
     """The frozen test suite of `domain` ([] when its environment has none)."""
-    fn = getattr(_env(domain), "test_tasks", None)
+    fn = getattr(suite_environment(domain), "test_tasks", None)
     return list(fn(domain, n)) if fn else []
 
 
