@@ -20,14 +20,6 @@ TINY = {
 }
 
 
-@pytest.fixture
-def turn_env(flywheel_home, install_tiny_quick, tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    install_tiny_quick(flywheel_home.models)
-    return flywheel_home
-
-
 def test_two_consecutive_turns(turn_env):
     from flywheel.registry.mlflow_registry import DEFAULT_MODEL_NAME, Registry
     from flywheel_dagster.assets.turn import run_turn

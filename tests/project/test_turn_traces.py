@@ -8,8 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-import pytest
-
 TINY = {
     "verifiers": {"max_tasks": 24},
     "rlvr_policy": {"stage": "rl", "steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
@@ -19,14 +17,6 @@ TINY = {
 }
 DAY = "2026-12-01"
 MODEL = "team-model:v3"
-
-
-@pytest.fixture
-def turn_env(flywheel_home, install_tiny_quick, tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    install_tiny_quick(flywheel_home.models)
-    return flywheel_home
 
 
 def _sum(i):
