@@ -33,7 +33,8 @@ def test_planner_shrinks_the_horizon_to_the_steps_the_budget_reaches_and_never_p
 def test_budgeted_run_shrinks_its_horizon_and_ends_there(flywheel_home, policy_dir, digit_reward):
     cfg = TrainConfig(steps=400, prompts_per_step=2, group_size=3, max_new_tokens=6, time_budget_s=4.0,
                      budget_clock="cpu", dev_every=0, domain_weights={"math": 1.0}, checkpoint_every=0)
-    res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 40), flywheel_home, "budget"),
+    # 400 tasks: a fast CPU must reach its horizon before every task hits its sample cap ("exhausted")
+    res = train_rlvr(cfg, RunInputs(policy_dir, train_suite("math", 400), flywheel_home, "budget"),
                      score_fn=digit_reward, telemetry=OFF)
     horizons = [h["lr/horizon"] for h in res.history]
     assert horizons[0] == 400 and res.horizon < 400 and horizons[-1] == res.horizon  # logged every step
