@@ -1,7 +1,7 @@
 """`deployed_model` -> `canary` under dagster.materialize(): a candidate that passes the offline gate becomes the
 challenger, shadows the champion on the day's live requests through the rollout engine, and is promoted only if
-it holds there. (A deliberately bad challenger kept by its canary: tests/serving/test_canary.py; the tiny test
-models pass almost no live request, so neither can be shown worse than the other here.)"""
+it holds there; and a whole `flywheel turn` whose deliberately bad candidate passes the offline gate, loses its
+canary and is not promoted."""
 
 from __future__ import annotations
 
@@ -108,40 +108,66 @@ def test_the_turn_summary_prints_eval_beside_live():
 
 TINY_TURN = {
     "verifiers": {"max_tasks": 24},
+    # the candidate is trained from the (bad) base model, not from the champion
     "rlvr_policy": {"stage": "rl", "steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
-                    "checkpoint_every": 0},
+                    "checkpoint_every": 0, "init_from": "base"},
     "eval_report": {"n_samples": 1, "tasks_math": 4, "tasks_code": 2, "tasks_agent": 2, "max_new_tokens": 48,
                     "max_steps": 3},
     # a gate that lets any candidate through, so the turn reaches its canary
     "deployed_model": {"margin": -1.0, "non_inferiority": 1.0, "non_inferiority_max": 1.0},
-    "canary": {"min_pairs": 50, "serve_max_new_tokens": 32, "serve_max_steps": 2},
+    # the champion passes ~4% of live requests (a tenth of the math), the bad candidate ~0.6% (digits by chance)
+    "canary": {"min_pairs": 1500, "serve_max_new_tokens": 64, "serve_max_steps": 2},
 }
 
 
+@pytest.fixture(scope="module")
+def math_champion(tmp_path_factory):
+    """A tiny model that does some of production's math (~10% of it at T 0.7; tiny-quick is at chance there):
+    the QUICK pipeline, math only, 1,000 SFT steps at tiny-v1's shape (~40 s on 2 cores)."""
+    from dataclasses import replace
+
+    import torch
+
+    from flywheel.models.build import build_tiny_model
+    from flywheel.models.recipe import QUICK
+
+    torch.set_num_threads(1)
+    recipe = replace(QUICK, release="tiny-math-test", hidden_size=96, n_layers=3, n_heads=3, intermediate_size=192,
+                     n_math=2000, n_code=0, n_agent=0, math_noise=0.0, sft=replace(QUICK.sft, steps=1000), eval_n=0)
+    return build_tiny_model(tmp_path_factory.mktemp("math-champion"), recipe).path
+
+
 @pytest.mark.slow
-def test_flywheel_turn_runs_the_canary_between_the_gate_and_the_champion(flywheel_home, install_tiny_quick,
-                                                                        tmp_path, monkeypatch, capsys):
-    """`flywheel turn --json` end to end (~5 min on 2 loaded cores): the gate makes a challenger, the canary
-    serves 50 further requests of the day to both models, the decision and eval-beside-live are in the JSON,
-    and the history shows the canary."""
+def test_a_turn_whose_candidate_passes_the_offline_gate_but_loses_its_canary_keeps_the_champion(
+        flywheel_home, seed_mlflow_db, math_champion, random_tiny, tmp_path, monkeypatch, capsys):
+    """`flywheel turn --json` end to end (~1 min): a deliberately bad candidate (trained from a new base model
+    release that is untrained, while the champion does some math) passes a gate that lets anything
+    through, becomes the challenger, shadows the champion on 1,500 further requests of the day through the
+    rollout engine, is shown to lose there and is not promoted; the decision, eval beside live and the history
+    say so."""
     from flywheel.cli import main
     from flywheel.registry.mlflow_registry import Registry
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    install_tiny_quick(flywheel_home.models)
+    seed_mlflow_db(flywheel_home)
+    random_tiny(flywheel_home.base_models / "tiny-next")  # the new base release is bad: untrained weights
+    trained = shutil.copytree(math_champion, flywheel_home.models / "policies" / "served")
+    Registry(flywheel_home.mlflow_uri).ensure_champion(trained, "tiny-quick")  # what production serves today
     sets = [x for asset, fields in TINY_TURN.items() for k, v in fields.items()
             for x in ("--set", f"{asset}.{k}={json.dumps(v)}")]
-    code = main(["turn", "--day", "2026-12-01", "--base-model", "tiny-quick", "--records", "300",
+    code = main(["turn", "--day", "2026-12-01", "--base-model", "tiny-next", "--records", "300",
                  "--train-budget-s", "0", "--json", *sets])
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert out["gate"]["passed"] and "passed the offline gate" in out["gate"]["reason"]
     canary_said = out["canary"]
-    assert canary_said["n"] == 50 and out["promoted"] is canary_said["passed"]
-    assert out["reason"].startswith("promoted flywheel-policy:2: canary:" if out["promoted"] else "kept")
+    print("canary:", canary_said["reason"])
+    assert canary_said["n"] == 1500 and not canary_said["passed"], canary_said
+    assert canary_said["champion_rate"] > canary_said["candidate_rate"] and canary_said["hi"] < 0
+    assert out["promoted"] is False and out["reason"].startswith("kept") and "loses on live traffic" in out["reason"]
     overall = out["eval_vs_live"][-1]
-    assert overall["domain"] == "overall" and overall["live_pairs"] == 50
+    assert overall["domain"] == "overall" and overall["live_pairs"] == 1500 and overall["live_diff"] < 0
     reg = Registry(flywheel_home.mlflow_uri)
-    assert reg.challenger() is None and out["champion_after"] == reg.champion().uri
-    assert out["history"][-1]["canary"].startswith(("passed", "failed"))
+    assert reg.challenger() is None and out["champion_after"] == reg.champion().uri == "flywheel-policy:1"
+    assert out["history"][-1]["canary"].startswith("failed")
