@@ -93,13 +93,13 @@ def sampling_success(history: Sequence[Mapping[str, float]], th: AlertThresholds
 
 
 def finished_samples(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
-    """Share of sampled responses that finished on their own (GRPO's `samples/finished_share`) over the last
-    steps. An RFT run does not record it yet: nothing to judge there."""
+    """Share of sampled responses that finished on their own (`samples/finished_share`, logged by GRPO per step
+    and by RFT along its sampling round) over the last points."""
     shares = metric_series(history, "samples/finished_share")
     v = _tail(shares, th.window)
     if v is None:
         return Signal("finished_samples", True, WARN, None, th.min_finished_share,
-                      "no finish statistics recorded (an RFT stage does not log them yet): nothing to judge")
+                      "no finish statistics recorded: nothing to judge")
     ok = v >= th.min_finished_share
     return Signal("finished_samples", ok, WARN, round(v, 4), th.min_finished_share,
                   f"{v:.0%} of sampled responses finished within the budget"

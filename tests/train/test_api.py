@@ -42,6 +42,11 @@ def test_rft_stage_saves_the_policy_and_logs_an_mlflow_run(tiny_model_dir, flywh
     assert hist["rft/examples"][-1].value == res.sources["rft/examples"]
     assert sorted({k.rsplit("/", 1)[0] for k in hist})[:2] == ["1_rft", "2_pass_rate"]
     assert sum(len(h) > 1 for h in hist.values()) >= len(hist) - 3  # rft/tasks, final/wall_s: one value each
+    from flywheel.monitoring.sources import run_history  # what the training checks judge, as GRPO's
+
+    finished = [h["samples/finished_share"] for h in run_history(flywheel_home.mlflow_uri, run.info.run_id)
+                if "samples/finished_share" in h]
+    assert len(finished) > 5 and all(0.0 <= f <= 1.0 for f in finished)
     assert res.sources["rft/examples"] >= 6 and res.sources["rft/log_passed"] >= 6
     # the policy's own samples are written back: 4 attempts per task, passes among them
     assert set(res.task_counts) == {t.task_id for t in train_suite("math", 6)}

@@ -6,7 +6,9 @@ dot per chart. Two walks give curves instead:
 - `sampling_curve`: the candidates in the order they were judged (logged responses first, then the policy's
   samples, domain by domain), cumulative at up to `POINTS` evenly spaced points: the policy's pass share overall
   and per domain, the kept share, and every `RftCounts` count. Its step is the number of candidates judged so
-  far, and its last point equals the run's totals (`RftCounts`, `stage.pass_rates`).
+  far, and its last point equals the run's totals (`RftCounts`, `stage.pass_rates`). It also carries
+  `samples/finished_share` (the policy's samples that ended on their own, not cut off by the token budget:
+  the name GRPO logs it under, so the training checks judge both stages alike).
 - `finetune_curve`: per optimizer step, the loss, the learning rate the schedule gave that step, and the epoch
   (examples seen / examples kept).
 """
@@ -38,6 +40,7 @@ def sampling_curve(candidates: Sequence[Any], max_per_task: int, points: int = P
     distinct: dict[str, int] = {}
     seen: set[tuple[str, str]] = set()
     out: list[dict[str, float]] = []
+    cut_off = 0  # policy samples cut off by the token budget, passing or not
     for i, cand in enumerate(candidates, 1):
         task, passed = cand.task, cand.verdict is not None and cand.verdict.passed
         c["verified"] += 1
@@ -48,6 +51,7 @@ def sampling_curve(candidates: Sequence[Any], max_per_task: int, points: int = P
             c["sampled"] += 1
             a = attempts.setdefault(task.domain, [0, 0])
             a[0], a[1] = a[0] + 1, a[1] + passed
+            cut_off += bool(cand.truncated)
         if passed:
             c["passed"] += 1
             if cand.truncated:
@@ -58,7 +62,10 @@ def sampling_curve(candidates: Sequence[Any], max_per_task: int, points: int = P
                 seen.add((task.task_id, cand.response))
                 distinct[task.task_id] = distinct.get(task.task_id, 0) + 1
         if i % every == 0 or i == n:
-            out.append(_point(i, c, attempts, distinct, max_per_task))
+            point = _point(i, c, attempts, distinct, max_per_task)
+            if c["sampled"]:
+                point["samples/finished_share"] = 1 - cut_off / c["sampled"]
+            out.append(point)
     return out
 
 

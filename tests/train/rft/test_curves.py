@@ -50,6 +50,7 @@ def test_the_sampling_curve_ends_at_the_run_totals(cap):
         mine = [c for c in policy if c.task.domain == d]
         assert last[f"pass_rate/{d}"] == sum(c.verdict.passed for c in mine) / len(mine)
     assert last["kept_rate"] == counts.examples / counts.verified
+    assert last["samples/finished_share"] == 1 - sum(c.truncated for c in policy) / len(policy) == 0.8
     # a curve, not a dot: the counts grow along it and the logged answers (judged first) pass alone at first
     assert curve[0]["rft/sampled"] == 0 and "pass_rate" not in curve[0]
     assert [p["rft/verified"] for p in curve] == sorted(p["rft/verified"] for p in curve)
