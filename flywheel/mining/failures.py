@@ -1,8 +1,10 @@
 """Failure mining over `task_logs`: pass rates, the failure taxonomy, difficulty history.
 
-Everything is set-based DuckDB SQL over the warehouse: two scans of `task_logs` (one for
-attempts/passes of every record, one parsing only the failing records), the rest works on
-their small results. Tables written (replaced each run unless noted):
+Everything is set-based DuckDB SQL over the warehouse, three scans of `task_logs`: one parses every
+outcome for attempts/passes per (task, model, day) and the distinct error texts of the failing
+records; one parses each distinct conversation; one streams the failing records into
+`failure_cases`, looking the per-distinct results up. The rest works on their small results.
+Tables written (replaced each run unless noted):
 
 - `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen, last_id, cost_usd,
   tokens)`: `cost_usd` / `tokens` are the mean per record of the records that carry them (`outcome.cost_usd`,
@@ -89,17 +91,37 @@ class FailureReport:
         return "\n".join(rows)
 
 
-def _observations_sql() -> str:
-    """Each record's judgement (`SQL_PASSED`'s rule) and what it cost production where its outcome records that,
-    from one parse of the outcome (a separate cost query parsing it again cost 2x this step)."""
-    return """
-        SELECT id, task_id, domain, model, log_date, timestamp,
-               CASE o[1] WHEN 'true' THEN true WHEN 'false' THEN false ELSE lower(o[2]) = 'success' END AS passed,
-               TRY_CAST(o[3] AS DOUBLE) AS cost_usd, TRY_CAST(o[4] AS DOUBLE) + TRY_CAST(o[5] AS DOUBLE) AS tokens
-        FROM (SELECT id, task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
-                     json_extract_string(outcome, ['$.passed', '$.status', '$.cost_usd', '$.prompt_tokens',
-                                                   '$.completion_tokens']) AS o
-              FROM task_logs)"""
+_OUTCOME_FIELDS = ("$.passed", "$.status", "$.cost_usd", "$.prompt_tokens", "$.completion_tokens", "$.error",
+                   "$.tests.run", "$.tests.passed")
+"""The outcome fields mining reads, extracted in ONE JSON parse per record (`o[1]` .. `o[8]`)."""
+_PASSED = "CASE o[1] WHEN 'true' THEN true WHEN 'false' THEN false ELSE lower(o[2]) = 'success' END"
+"""`taxonomy.SQL_PASSED` over the parsed fields: true, false, or NULL (unjudged)."""
+
+
+def _outcomes_sql(extra: str = "") -> str:
+    """Every record of `task_logs` with its outcome's fields parsed once, as `o` (plus columns `extra`)."""
+    paths = ", ".join(_sql_str(f) for f in _OUTCOME_FIELDS)
+    return f"""SELECT id, task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
+                      {extra} json_extract_string(outcome, [{paths}]) AS o
+               FROM task_logs"""
+
+
+def daily_sql() -> str:
+    """`_mining_groups`: two groupings of one scan (one outcome parse per record). Rows with `by_error = 1` are
+    attempts/passes/cost per (task, model, day); rows with `by_error = 0` are the DISTINCT error texts of the
+    failing records, which `failure_cases` classifies once each (a second scan for them cost 2 CPU-s at 5M rows,
+    this grouping 0.5)."""
+    return f"""
+        CREATE OR REPLACE TEMP TABLE _mining_groups AS
+        SELECT GROUPING(error) AS by_error, error, task_id, any_value(domain) AS domain, model, log_date,
+               count(*) AS records, count(passed) AS attempts, count(*) FILTER (WHERE passed) AS passes,
+               min(timestamp) AS first_seen, max(timestamp) AS last_seen, arg_max(id, timestamp) AS last_id,
+               sum(cost_usd) AS cost_usd, count(cost_usd) AS costed, sum(tokens) AS tokens, count(tokens) AS tokened
+        FROM (SELECT id, task_id, domain, model, log_date, timestamp, {_PASSED} AS passed,
+                     TRY_CAST(o[3] AS DOUBLE) AS cost_usd, TRY_CAST(o[4] AS DOUBLE) + TRY_CAST(o[5] AS DOUBLE) AS tokens,
+                     CASE WHEN NOT {_PASSED} THEN o[6] END AS error
+              FROM ({_outcomes_sql()}))
+        GROUP BY GROUPING SETS ((task_id, model, log_date), (error))"""
 
 
 def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
@@ -110,84 +132,89 @@ def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
         return None
 
 
+def errors_sql() -> str:
+    """`_mining_errors`: once per distinct error text of a failing record, its last line, exception type,
+    the taxonomy's error regexes and the traceback signature."""
+    exc = sql_exception_type_of_line("error_line")
+    return f"""
+        CREATE OR REPLACE TEMP TABLE _mining_errors AS
+        SELECT error, error_line, {exc} AS exception_type,
+               regexp_matches(error, {_sql_str(TIMEOUT_RE)}) AS timeout_error,
+               regexp_matches(error, {_sql_str(INVALID_TOOL_RE)}) AS invalid_tool_error,
+               regexp_matches(error, {_sql_str(FORMAT_ERROR_RE)}) AS format_error,
+               signature, substr(md5(signature), 1, 16) AS signature_hash
+        FROM (SELECT error, {sql_last_line("error")} AS error_line,
+                     CASE WHEN error <> '' THEN {sql_signature("error")} END AS signature
+              FROM _mining_groups WHERE by_error = 0 AND error IS NOT NULL)"""
+
+
+def conversations_sql() -> str:
+    """`_mining_conversations`: once per distinct conversation text (every record's: no outcome parse), the
+    assistant reply, its tool-call count and the taxonomy's reply regexes."""
+    return f"""
+        CREATE OR REPLACE TEMP TABLE _mining_conversations AS
+        SELECT messages, response, n_tool_calls,
+               n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
+                   AND regexp_matches(r, {_sql_str(REFUSAL_RE)}) AS refusal_reply,
+               regexp_matches(r, {_sql_str(MATH_ANSWER_RE)}) AS math_answer,
+               regexp_matches(r, {_sql_str(CODE_RE)}) AS code_answer,
+               contains(r, '<tool_call>') AS text_tool_call
+        FROM (SELECT *, coalesce(response, '') AS r FROM (
+            SELECT messages,
+                   array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
+                   coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
+                       AS n_tool_calls
+            FROM (SELECT messages, list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
+                  FROM (SELECT DISTINCT messages FROM task_logs))
+        ))"""
+
+
 def failure_cases_sql() -> str:
-    """The `failure_cases` statement: one scan of `task_logs`, the expensive work once per distinct text.
+    """The `failure_cases` statement: one streaming scan of `task_logs`, nothing per row but lookups.
 
     Every failing record's class is a function of its domain, outcome fields, error text and
     assistant reply. Errors and conversations repeat massively (the same bug, the same refusal,
     the same prompt served many times), so JSON parsing of conversations and every regular
-    expression run once per DISTINCT conversation / error text and the results are joined back
-    by the text itself (an exact join, no hashing shortcuts). Per row only the outcome's few
-    fields are extracted, in one JSON parse.
+    expression ran once per DISTINCT conversation / error text (`_mining_conversations`,
+    `_mining_errors`, small tables) and the failing records look them up by the text itself (an
+    exact join, no hashing shortcuts). Per row only the outcome's fields are extracted, in one
+    JSON parse, and nothing is materialized between the scan and the table written (keeping the
+    failing records in between spilled ~340 MB at 5M rows under a 1 GB memory limit).
+
+    Run it with the `filter_pushdown` optimizer off (`mine_failures` does): pushed down, the WHERE
+    over `o` would be rewritten into one JSON parse per reference to `o`.
     """
-    exc = sql_exception_type_of_line("error_line")
-    # The CASE below is `taxonomy.sql_failure_type` (same rules, same order) over per-distinct flags.
     return f"""
         CREATE OR REPLACE TABLE failure_cases AS
-        WITH dm AS (  -- once per distinct conversation (all of them: no outcome parse)
-            SELECT messages, response, n_tool_calls,
-                   n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
-                       AND regexp_matches(r, {_sql_str(REFUSAL_RE)}) AS refusal_reply,
-                   regexp_matches(r, {_sql_str(MATH_ANSWER_RE)}) AS math_answer,
-                   regexp_matches(r, {_sql_str(CODE_RE)}) AS code_answer,
-                   contains(r, '<tool_call>') AS text_tool_call
-            FROM (SELECT *, coalesce(response, '') AS r FROM (
-                SELECT messages,
-                       array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
-                       coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
-                           AS n_tool_calls
-                FROM (SELECT messages, list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
-                      FROM (SELECT DISTINCT messages FROM task_logs))
-            ))
-        ), f0 AS NOT MATERIALIZED (
-            SELECT id, timestamp, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, task_id, domain, model,
-                   lower(j[2]) AS status, j[3] AS error,
-                   TRY_CAST(j[4] AS BIGINT) AS tests_run, TRY_CAST(j[5] AS BIGINT) AS tests_passed, messages
-            -- parse each outcome once: a WHERE over `j` would be rewritten into one JSON parse per reference,
-            -- so the filter is an unnest of a list that is empty for passing/unjudged records
-            FROM (SELECT id, timestamp, log_date, task_id, domain, model, messages, unnest(list_filter(
-                      [json_extract_string(outcome, ['$.passed', '$.status', '$.error', '$.tests.run', '$.tests.passed'])],
-                      lambda j: CASE j[1] WHEN 'true' THEN false WHEN 'false' THEN true
-                                ELSE lower(j[2]) <> 'success' END)) AS j
-                  FROM task_logs)
-        ), f AS MATERIALIZED (  -- failing records, conversation parsed: narrow, so cheap to keep
-            SELECT f0.* EXCLUDE (messages), dm.* EXCLUDE (messages)
-            FROM f0 LEFT JOIN dm ON f0.messages IS NOT DISTINCT FROM dm.messages
-        ), de AS (  -- once per distinct error text
-            SELECT error, error_line, {exc} AS exception_type,
-                   regexp_matches(error, {_sql_str(TIMEOUT_RE)}) AS timeout_error,
-                   regexp_matches(error, {_sql_str(INVALID_TOOL_RE)}) AS invalid_tool_error,
-                   regexp_matches(error, {_sql_str(FORMAT_ERROR_RE)}) AS format_error,
-                   signature, substr(md5(signature), 1, 16) AS signature_hash
-            FROM (SELECT error, {sql_last_line("error")} AS error_line,
-                         CASE WHEN error <> '' THEN {sql_signature("error")} END AS signature
-                  FROM (SELECT DISTINCT error FROM f))
+        WITH f AS (
+            SELECT id, timestamp, log_date, task_id, domain, model, lower(o[2]) AS status, o[6] AS error,
+                   TRY_CAST(o[7] AS BIGINT) AS tests_run, TRY_CAST(o[8] AS BIGINT) AS tests_passed, messages
+            FROM ({_outcomes_sql("messages,")}) WHERE NOT {_PASSED}
         ), c AS (
-            SELECT f.* EXCLUDE (refusal_reply, math_answer, code_answer, text_tool_call), de.error_line, de.exception_type,
+            SELECT f.* EXCLUDE (messages, error), dm.response, dm.n_tool_calls, de.error_line, de.exception_type,
                    de.signature AS error_signature, de.signature_hash AS error_signature_hash,
+                   -- `taxonomy.sql_failure_type` (same rules, same order) over the per-distinct flags
                    CASE
-                     WHEN coalesce(f.status, '') = 'refused' OR f.refusal_reply THEN 'refused'
+                     WHEN coalesce(f.status, '') = 'refused' OR dm.refusal_reply THEN 'refused'
                      WHEN coalesce(f.status, '') = 'timeout' OR coalesce(de.timeout_error, false) THEN 'timeout'
                      WHEN coalesce(f.status, '') = 'invalid_tool_call' OR coalesce(de.invalid_tool_error, false)
                          THEN 'invalid_tool_call'
                      WHEN coalesce(f.status, '') = 'error' OR coalesce(de.exception_type, 'AssertionError') <> 'AssertionError'
                          THEN 'runtime_error'
                      WHEN coalesce(f.status, '') = 'format_error' OR coalesce(de.format_error, false)
-                       OR (f.domain = 'math' AND NOT f.math_answer)
-                       OR (f.domain = 'code' AND NOT f.code_answer)
-                       OR (f.domain = 'agent' AND f.n_tool_calls = 0 AND NOT f.text_tool_call) THEN 'format_error'
+                       OR (f.domain = 'math' AND NOT dm.math_answer)
+                       OR (f.domain = 'code' AND NOT dm.code_answer)
+                       OR (f.domain = 'agent' AND dm.n_tool_calls = 0 AND NOT dm.text_tool_call) THEN 'format_error'
                      ELSE 'wrong_answer' END AS failure_type
-            FROM f LEFT JOIN de ON f.error = de.error
-        ), s AS (
-            SELECT * EXCLUDE (error_signature, error_signature_hash),
-                   CASE WHEN failure_type = 'runtime_error' THEN error_signature END AS signature,
-                   CASE WHEN failure_type = 'runtime_error' THEN error_signature_hash END AS signature_hash FROM c
+            FROM f LEFT JOIN _mining_conversations dm ON f.messages IS NOT DISTINCT FROM dm.messages
+                   LEFT JOIN _mining_errors de ON f.error = de.error
         )
         SELECT id, timestamp, log_date, task_id, domain, model, failure_type, status, exception_type,
-               signature, signature_hash,
+               CASE WHEN failure_type = 'runtime_error' THEN error_signature END AS signature,
+               CASE WHEN failure_type = 'runtime_error' THEN error_signature_hash END AS signature_hash,
                tests_run, tests_passed, n_tool_calls,
                left(error_line, {MAX_TEXT_CHARS}) AS error_line, left(response, {MAX_TEXT_CHARS}) AS response
-        FROM s
+        FROM c
     """
 
 
@@ -204,14 +231,9 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
         report.step_seconds[step] = round(time.perf_counter() - t, 4)
         report.step_cpu_seconds[step] = round(time.process_time() - c, 4)
 
-    run("daily", f"""
-        CREATE OR REPLACE TEMP TABLE _mining_daily AS
-        SELECT task_id, any_value(domain) AS domain, model, log_date,
-               count(*) AS records, count(passed) AS attempts, count(*) FILTER (WHERE passed) AS passes,
-               min(timestamp) AS first_seen, max(timestamp) AS last_seen, arg_max(id, timestamp) AS last_id,
-               sum(cost_usd) AS cost_usd, count(cost_usd) AS costed, sum(tokens) AS tokens, count(tokens) AS tokened
-        FROM ({_observations_sql()}) GROUP BY task_id, model, log_date
-    """)
+    run("daily", daily_sql())
+    con.execute("""CREATE OR REPLACE TEMP TABLE _mining_daily AS
+                   SELECT * EXCLUDE (by_error, error) FROM _mining_groups WHERE by_error = 1""")
     run("task_stats", """
         CREATE OR REPLACE TABLE task_stats AS
         SELECT task_id, any_value(domain) AS domain, model, sum(attempts)::BIGINT AS attempts,
@@ -229,15 +251,23 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
         FROM task_stats GROUP BY domain, model ORDER BY domain, model
     """)
     con.execute("ALTER TABLE task_stats DROP COLUMN _cost_total")
-    # FSST compression analysis of 2.4M short texts costs ~15% of this step; dictionary/RLE still apply
-    old = _setting(con, "disabled_compression_methods")
-    if old is not None:
-        con.execute("SET disabled_compression_methods = " + _sql_str(",".join(x for x in (old, "fsst") if x)))
+    run("errors", errors_sql())
+    run("conversations", conversations_sql())
+    con.execute("DROP TABLE IF EXISTS _mining_groups")
+    # FSST compression analysis of 2.4M short texts costs ~15% of this step; dictionary/RLE still apply.
+    # filter_pushdown off: see failure_cases_sql
+    saved = {k: _setting(con, k) for k in ("disabled_compression_methods", "disabled_optimizers")}
+    added = {"disabled_compression_methods": "fsst", "disabled_optimizers": "filter_pushdown"}
+    for k, old in saved.items():
+        if old is not None:
+            con.execute(f"SET {k} = " + _sql_str(",".join(x for x in (old, added[k]) if x)))
     try:
         run("failure_cases", failure_cases_sql())
     finally:
-        if old is not None:
-            con.execute("SET disabled_compression_methods = " + _sql_str(old))
+        for k, old in saved.items():
+            if old is not None:
+                con.execute(f"SET {k} = " + _sql_str(old))
+        con.execute("DROP TABLE IF EXISTS _mining_errors; DROP TABLE IF EXISTS _mining_conversations")
     run("failure_summary", """
         CREATE OR REPLACE TABLE failure_summary AS
         SELECT domain, model, failure_type, count(*) AS n, count(DISTINCT task_id) AS tasks

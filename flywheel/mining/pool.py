@@ -31,7 +31,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from flywheel.environments.registry import default_environments
 from flywheel.environments.task import Task
@@ -111,6 +110,13 @@ def mined_models(con: duckdb.DuckDBPyConnection, config: MiningConfig) -> list[s
         SELECT DISTINCT model FROM d WHERE day = (SELECT max(day) FROM d) ORDER BY 1""").fetchall()]
 
 
+def _temp_table(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, list[str | None]]) -> None:
+    """A temp table of VARCHAR columns from Python lists, as list parameters: registering an Arrow table
+    instead makes DuckDB import pandas (~0.3 s, more than the rest of a small pool)."""
+    cols = ", ".join(f"unnest(${k}::VARCHAR[]) AS {k}" for k in columns)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols}", columns).fetchall()
+
+
 def _empty_pool(con: duckdb.DuckDBPyConnection) -> None:
     cols = ", ".join(f"{n} {t}" for n, t in TASK_POOL_COLUMNS)
     con.execute(f"CREATE OR REPLACE TABLE task_pool ({cols})")
@@ -144,7 +150,8 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_stats AS
         SELECT task_id, any_value(domain) AS domain, sum(attempts) AS attempts, sum(passes) AS passes,
-               sum(attempts) - sum(passes) AS fails, arg_max(last_id, last_seen) AS last_id FROM task_stats
+               sum(attempts) - sum(passes) AS fails, arg_max(last_id, last_seen) AS last_id,
+               max(last_seen) AS last_seen FROM task_stats
         WHERE model IN (SELECT model FROM _pool_models) AND attempts > 0 {dom_filter}
         GROUP BY task_id HAVING sum(passes) < sum(attempts)
     """).fetchall()
@@ -153,7 +160,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     # whole id column, so two lookups cost two scans
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _pool_lastfail AS
-        SELECT task_id, arg_max(id, (timestamp, id)) AS id FROM failure_cases
+        SELECT task_id, arg_max(id, (timestamp, id)) AS id, arg_max(timestamp, (timestamp, id)) AS ts FROM failure_cases
         WHERE model IN (SELECT model FROM _pool_models) AND task_id IN (SELECT task_id FROM _pool_stats)
         GROUP BY task_id
     """).fetchall()
@@ -161,10 +168,17 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
         CREATE OR REPLACE TEMP TABLE _pool_ids AS
         SELECT last_id AS id FROM _pool_stats UNION SELECT id FROM _pool_lastfail
     """).fetchall()
-    con.execute("""
+    # those records are the latest of their tasks: a bound on their timestamps lets the scan skip the Parquet row
+    # groups of older days (their min/max statistics), instead of reading every record's messages
+    since, undated = con.execute("""
+        SELECT min(ts), count(*) FILTER (WHERE ts IS NULL)
+        FROM (SELECT last_seen AS ts FROM _pool_stats UNION ALL SELECT ts FROM _pool_lastfail)""").fetchall()[0]
+    bound = "AND l.timestamp >= $since" if since is not None and not undated else ""
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_records AS
         SELECT l.id, l.task_id, l.messages, l.reference FROM task_logs l SEMI JOIN _pool_ids i ON l.id = i.id
-    """).fetchall()
+        WHERE true {bound}
+    """, {"since": since} if bound else None).fetchall()
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _pool_text AS
         WITH latest AS (
@@ -179,7 +193,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     """).fetchall()
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_cand AS
-        SELECT s.* EXCLUDE (last_id), t.prompt, t.reference,
+        SELECT s.* EXCLUDE (last_id, last_seen), t.prompt, t.reference,
                CASE WHEN s.passes > 0 AND s.attempts >= {cfg.min_attempts} THEN 'frontier'
                     WHEN coalesce({has_reference_sql("s.domain", "t.reference")}, false)
                     THEN 'failure_with_reference' END AS reason
@@ -188,10 +202,8 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     con.execute("DELETE FROM _pool_cand WHERE reason IS NULL").fetchall()
     report.candidates = int(con.execute("SELECT count(*) FROM _pool_cand").fetchall()[0][0])
     # 2. decontamination against the held-out sets
-    con.register("_pool_heldout_arrow", pa.table({
-        "domain": [h[0] for h in held], "task_id": [h[1] for h in held], "prompt": [h[2] for h in held]}))
-    con.execute("CREATE OR REPLACE TEMP TABLE _pool_heldout AS SELECT * FROM _pool_heldout_arrow")
-    con.unregister("_pool_heldout_arrow")
+    _temp_table(con, "_pool_heldout", {"domain": [h[0] for h in held], "task_id": [h[1] for h in held],
+                                       "prompt": [h[2] for h in held]})
     heldout_overlap(con, "_pool_cand", "_pool_heldout", "_pool_overlap", cfg.decontam_ngram)
     con.execute(f"""
         CREATE OR REPLACE TABLE decontaminated_tasks AS
@@ -271,12 +283,7 @@ def contaminated_pool_tasks(con: duckdb.DuckDBPyConnection, config: MiningConfig
     """Re-check the finished pool: (pool task ids overlapping a held-out prompt, tasks mining dropped)."""
     cfg = config or MiningConfig()
     held = heldout if heldout is not None else heldout_prompts()
-    con.register("_chk_heldout_arrow", pa.table({
-        "task_id": [h[1] for h in held], "prompt": [h[2] for h in held]}))
-    try:
-        con.execute("CREATE OR REPLACE TEMP TABLE _chk_heldout AS SELECT * FROM _chk_heldout_arrow").fetchall()
-    finally:
-        con.unregister("_chk_heldout_arrow")
+    _temp_table(con, "_chk_heldout", {"task_id": [h[1] for h in held], "prompt": [h[2] for h in held]})
     heldout_overlap(con, "task_pool", "_chk_heldout", "_chk_overlap", cfg.decontam_ngram)
     bad = [r[0] for r in con.execute(
         f"SELECT task_id FROM _chk_overlap WHERE overlap >= {cfg.decontam_threshold} ORDER BY 1").fetchall()]
@@ -301,10 +308,9 @@ def _fill_failed_responses(con: duckdb.DuckDBPyConnection) -> None:
             text = None
         ids.append(task_id)
         texts.append(text)
-    con.register("_pool_fr_arrow", pa.table({"task_id": pa.array(ids, pa.string()),
-                                             "text": pa.array(texts, pa.string())}))
-    con.execute("UPDATE task_pool SET failed_response = f.text FROM _pool_fr_arrow f WHERE task_pool.task_id = f.task_id").fetchall()
-    con.unregister("_pool_fr_arrow")
+    _temp_table(con, "_pool_fr", {"task_id": ids, "text": texts})
+    con.execute("UPDATE task_pool SET failed_response = f.text FROM _pool_fr f WHERE task_pool.task_id = f.task_id").fetchall()
+    con.execute("DROP TABLE _pool_fr")
 
 
 def _solution(domain: str, prompt: str, ref: dict[str, Any]) -> str:
