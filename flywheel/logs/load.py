@@ -5,7 +5,6 @@ redacted, and the rest written as Parquet part files with their keys in `task_lo
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -18,7 +17,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from flywheel.logs.arrow_ops import SCAN_CHUNK, TEXT_COLS, query, redact_keys
-from flywheel.logs.formats import Expanded, canonical_line, needs_python
 from flywheel.logs.json_array import Skipped
 from flywheel.logs.jsonl import (
     TooExpanded,
@@ -28,7 +26,7 @@ from flywheel.logs.jsonl import (
     json_error,
     jsonl_chunks,
 )
-from flywheel.logs.messages import RecordError
+from flywheel.logs.normalize import canonical_batch, drop_json_constants
 from flywheel.logs.options import IngestOptions, IngestReport
 from flywheel.logs.redact import redact_key, redact_raw
 from flywheel.logs.sources import SourceFile
@@ -139,70 +137,17 @@ class Loader:
             self.progress(read)
 
     def _not_json_constants(self, src: SourceFile, batch: pa.Table, unit: str) -> tuple[pa.Table, list[dict]]:
-        """`batch` without the lines holding a bare `NaN` / `Infinity` (DuckDB's parser takes them; JSON
-        does not), and their quarantine rows. An RE2 test picks the few lines that may hold one."""
-        mask = pc.match_substring_regex(batch["line"], r"NaN|Infinity")
-        if not pc.any(mask).as_py():
-            return batch, []
-        bad, drop = [], []
-        for n, line in zip(batch.filter(mask)["line_no"].to_pylist(), batch.filter(mask)["line"].to_pylist(),
-                           strict=True):
-            try:
-                json.loads(line, parse_constant=_refuse_constant)
-            except _JsonConstant as e:
-                drop.append(n)
-                bad.append(self._qrow(src, n, "invalid_json", None,
-                                      f"{unit} {n}: {e} is not valid JSON (write null, or the value as a string)", line))
-            except (ValueError, RecursionError):
-                pass  # other problems: the SQL checks name them
-        if not drop:
-            return batch, []
-        return batch.filter(pc.invert(pc.is_in(batch["line_no"], pa.array(drop, pa.int64())))), bad
+        """`normalize.drop_json_constants`, the lines it refuses as quarantine rows."""
+        batch, refused = drop_json_constants(batch, unit)
+        return batch, [self._qrow(src, r.line_no, r.kind, r.field, r.reason, r.raw) for r in refused]
 
     def _canonical(self, src: SourceFile, batch: pa.Table, unit: str) -> tuple[pa.Table, list[dict]]:
-        """`batch` with the lines that need Python (`formats.needs_python`: other formats, content parts,
-        tool calls, refusals) rewritten as canonical records, and the quarantine rows of those that are
-        not records of any format (or hold a malformed message)."""
-        mask = needs_python(batch["line"], self.opts.format, self.opts.max_line_bytes)
-        if not pc.any(mask).as_py():
-            return batch, []
-        slow = batch.filter(mask)
-        nos, texts, bad = [], [], []
-        for n, line in zip(slow["line_no"].to_pylist(), slow["line"].to_pylist(), strict=True):
-            out = canonical_line(line, self.opts.format)
-            if isinstance(out, Expanded):  # several traces in one line: one record each
-                bad += self._expanded(src, n, line, out, unit, nos, texts)
-                continue
-            if isinstance(out, RecordError):
-                where = f"field '{out.field}': " if out.field else ""
-                bad.append(self._qrow(src, n, out.kind, out.field, f"{unit} {n}: {where}{out.why}", line))
-                continue
-            if out is not line:
-                self._orig[n] = line
-            nos.append(n)
-            texts.append(out)
-        done = pa.table({"line_no": pa.array(nos, pa.int64()), "line": pa.array(texts, pa.large_string())})
-        t = pa.concat_tables([batch.filter(pc.invert(mask)), done])
-        return pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema), bad
-
-    def _expanded(self, src: SourceFile, n: int, line: str, out: Expanded, unit: str, nos: list[int],
-                  texts: list[str]) -> list[dict]:
-        """The records of a line holding several traces, appended to `nos`/`texts` (all with its line
-        number). Each trace counts as a record read; the traces that cannot be read are one quarantine
-        entry (counted as one record) naming each."""
-        errors = [e for e in out if isinstance(e, RecordError)]
-        for text in out:
-            if not isinstance(text, RecordError):
-                nos.append(n)
-                texts.append(text)
-        self._orig[n] = line
-        self.report.lines_read += len(out) - len(errors) + bool(errors) - 1
-        if not errors:
-            return []
-        why = "; ".join(f"field '{e.field}': {e.why}" if e.field else e.why for e in errors[:5])
-        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-        return [self._qrow(src, n, errors[0].kind, errors[0].field,
-                           f"{unit} {n}: {len(errors)} of its {len(out)} traces could not be read: {why}{more}", line)]
+        """`normalize.canonical_batch`: the lines that need Python rewritten as canonical records, those that
+        are not records as quarantine rows; a line holding several traces counts one record read per trace."""
+        out = canonical_batch(batch, self.opts.format, self.opts.max_line_bytes, unit)
+        self._orig.update(out.originals)
+        self.report.lines_read += out.extra_records
+        return out.batch, [self._qrow(src, r.line_no, r.kind, r.field, r.reason, r.raw) for r in out.refused]
 
     def _load_parquet(self, src: SourceFile) -> None:
         """One Parquet file, `parquet_batch_rows` rows at a time; an unreadable file is one quarantine row."""
@@ -398,10 +343,3 @@ def stored_name(name: str, redact: bool = True) -> str:
 _Q_SCHEMA = pa.schema([("source_file", pa.string()), ("source_line", pa.int64()), ("reason", pa.string()),
                        ("field", pa.string()), ("raw", pa.string()), ("kind", pa.string()), ("log_date", pa.date32())])
 
-
-class _JsonConstant(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> None:
-    raise _JsonConstant(name)

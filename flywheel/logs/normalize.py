@@ -1,0 +1,118 @@
+"""A batch of JSON lines made ready for the SQL checks: the lines JSON refuses (a bare `NaN` /
+`Infinity`, which DuckDB's parser takes) taken out, and the lines that need Python
+(`formats.needs_python`: other formats, content parts, tool calls, refusals) rewritten as
+canonical records. What is not a record comes back as `Refused` entries, which the loader
+turns into quarantine rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flywheel.logs.arrow_ops import SCAN_CHUNK
+from flywheel.logs.formats import Expanded, canonical_line, needs_python
+from flywheel.logs.messages import RecordError
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A line (or array record) that is not a record: its number, quarantine kind, field, reason and text."""
+
+    line_no: int
+    kind: str
+    field: str | None
+    reason: str
+    raw: str
+
+
+@dataclass
+class Canonical:
+    """`canonical_batch`'s result: the batch to validate, what was refused (in line order), the lines as
+    read where Python rewrote them, and the records read beyond one per line (a line holding several
+    traces is several records)."""
+
+    batch: pa.Table
+    refused: list[Refused] = field(default_factory=list)
+    originals: dict[int, str] = field(default_factory=dict)
+    extra_records: int = 0
+
+
+def drop_json_constants(batch: pa.Table, unit: str) -> tuple[pa.Table, list[Refused]]:
+    """`batch` without the lines holding a bare `NaN` / `Infinity` (DuckDB's parser takes them; JSON
+    does not), and those lines refused. An RE2 test picks the few lines that may hold one."""
+    mask = pc.match_substring_regex(batch["line"], r"NaN|Infinity")
+    if not pc.any(mask).as_py():
+        return batch, []
+    bad, drop = [], []
+    for n, line in zip(batch.filter(mask)["line_no"].to_pylist(), batch.filter(mask)["line"].to_pylist(),
+                       strict=True):
+        try:
+            json.loads(line, parse_constant=_refuse_constant)
+        except _JsonConstant as e:
+            drop.append(n)
+            bad.append(Refused(n, "invalid_json", None,
+                               f"{unit} {n}: {e} is not valid JSON (write null, or the value as a string)", line))
+        except (ValueError, RecursionError):
+            pass  # other problems: the SQL checks name them
+    if not drop:
+        return batch, []
+    return batch.filter(pc.invert(pc.is_in(batch["line_no"], pa.array(drop, pa.int64())))), bad
+
+
+def canonical_batch(batch: pa.Table, fmt: str, max_line_bytes: int, unit: str) -> Canonical:
+    """`batch` with the lines that need Python rewritten as canonical records (`formats.canonical_line`),
+    and those that are not records of any format (or hold a malformed message) refused."""
+    mask = needs_python(batch["line"], fmt, max_line_bytes)
+    if not pc.any(mask).as_py():
+        return Canonical(batch)
+    slow = batch.filter(mask)
+    res = Canonical(batch)
+    nos, texts = [], []
+    for n, line in zip(slow["line_no"].to_pylist(), slow["line"].to_pylist(), strict=True):
+        out = canonical_line(line, fmt)
+        if isinstance(out, Expanded):  # several traces in one line: one record each
+            _expanded(res, n, line, out, unit, nos, texts)
+            continue
+        if isinstance(out, RecordError):
+            where = f"field '{out.field}': " if out.field else ""
+            res.refused.append(Refused(n, out.kind, out.field, f"{unit} {n}: {where}{out.why}", line))
+            continue
+        if out is not line:
+            res.originals[n] = line
+        nos.append(n)
+        texts.append(out)
+    done = pa.table({"line_no": pa.array(nos, pa.int64()), "line": pa.array(texts, pa.large_string())})
+    t = pa.concat_tables([batch.filter(pc.invert(mask)), done])
+    res.batch = pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema)
+    return res
+
+
+def _expanded(res: Canonical, n: int, line: str, out: Expanded, unit: str, nos: list[int], texts: list[str]) -> None:
+    """The records of a line holding several traces, appended to `nos`/`texts` (all with its line
+    number). Each trace counts as a record read; the traces that cannot be read are one refused
+    entry (counted as one record) naming each."""
+    errors = [e for e in out if isinstance(e, RecordError)]
+    for text in out:
+        if not isinstance(text, RecordError):
+            nos.append(n)
+            texts.append(text)
+    res.originals[n] = line
+    res.extra_records += len(out) - len(errors) + bool(errors) - 1
+    if not errors:
+        return
+    why = "; ".join(f"field '{e.field}': {e.why}" if e.field else e.why for e in errors[:5])
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    res.refused.append(Refused(n, errors[0].kind, errors[0].field,
+                               f"{unit} {n}: {len(errors)} of its {len(out)} traces could not be read: {why}{more}",
+                               line))
+
+
+class _JsonConstant(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> None:
+    raise _JsonConstant(name)
