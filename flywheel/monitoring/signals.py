@@ -79,32 +79,30 @@ def reward_collapse(history: Sequence[Mapping[str, float]], th: AlertThresholds)
                   + ("varies" if ok else "is flat: every sample scored alike, nothing to learn from"), tuple(stds))
 
 
-def sampling_success(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
-    """Share of sampled groups with a signal (1 - `groups/dropped_share`) over the last steps."""
-    shares = [1.0 - d for d in metric_series(history, "groups/dropped_share")]
+def _share_floor(name: str, shares: list[float], floor: float, th: AlertThresholds, none_said: str, said: str,
+                 low_said: str) -> Signal:
+    """A WARN signal on a share's mean over the last steps: below `floor` fails (`low_said` says why it hurts)."""
     v = _tail(shares, th.window)
     if v is None:
-        return Signal("sampling_success", True, WARN, None, th.min_signal_share,
-                      "no group statistics recorded (RFT does not group samples): nothing to judge")
-    ok = v >= th.min_signal_share
-    return Signal("sampling_success", ok, WARN, round(v, 4), th.min_signal_share,
-                  f"{v:.0%} of sampled groups had a reward signal"
-                  + ("" if ok else f", below {th.min_signal_share:.0%}: most rollouts are wasted"), tuple(shares))
+        return Signal(name, True, WARN, None, floor, f"{none_said}: nothing to judge")
+    ok = v >= floor
+    return Signal(name, ok, WARN, round(v, 4), floor,
+                  f"{v:.0%} {said}" + ("" if ok else f", below {floor:.0%}: {low_said}"), tuple(shares))
+
+
+def sampling_success(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
+    """Share of sampled groups with a signal (1 - `groups/dropped_share`) over the last steps."""
+    return _share_floor("sampling_success", [1.0 - d for d in metric_series(history, "groups/dropped_share")],
+                        th.min_signal_share, th, "no group statistics recorded (RFT does not group samples)",
+                        "of sampled groups had a reward signal", "most rollouts are wasted")
 
 
 def finished_samples(history: Sequence[Mapping[str, float]], th: AlertThresholds) -> Signal:
     """Share of sampled responses that finished on their own (`samples/finished_share`, logged by GRPO per step
     and by RFT along its sampling round) over the last points."""
-    shares = metric_series(history, "samples/finished_share")
-    v = _tail(shares, th.window)
-    if v is None:
-        return Signal("finished_samples", True, WARN, None, th.min_finished_share,
-                      "no finish statistics recorded: nothing to judge")
-    ok = v >= th.min_finished_share
-    return Signal("finished_samples", ok, WARN, round(v, 4), th.min_finished_share,
-                  f"{v:.0%} of sampled responses finished within the budget"
-                  + ("" if ok else f", below {th.min_finished_share:.0%}: most are cut off (budget too small, or "
-                                   "the policy rambles or loops)"), tuple(shares))
+    return _share_floor("finished_samples", metric_series(history, "samples/finished_share"), th.min_finished_share,
+                        th, "no finish statistics recorded", "of sampled responses finished within the budget",
+                        "most are cut off (budget too small, or the policy rambles or loops)")
 
 
 def reward_hacking(history: Sequence[Mapping[str, float]], heldout_diff: float | None,
