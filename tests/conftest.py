@@ -93,6 +93,25 @@ def mlflow_registry(flywheel_home, seed_mlflow_db):
     return Registry(flywheel_home.mlflow_uri, artifact_location=flywheel_home.mlflow_artifacts.as_uri())
 
 
+@pytest.fixture
+def add_candidate(mlflow_registry, tmp_path) -> Callable:
+    """`add(name, day, before, after, promoted)`: a past turn's candidate in `mlflow_registry` (a stand-in
+    checkpoint folder, its eval and the champion's pass rates, the gate's decision), as the history reads it."""
+
+    def add(name: str, day: str, before: dict, after: dict, promoted: bool):
+        ckpt = tmp_path / name
+        ckpt.mkdir()
+        (ckpt / "config.json").write_text("{}")
+        ref = mlflow_registry.register(ckpt, {"base_model": "tiny-v1", "log_partitions": [day],
+                                              "eval_pass_rates": after, "champion_pass_rates": before,
+                                              "compared_to": "flywheel-policy:1"})
+        mlflow_registry.set_tags(ref.version, {"flywheel.promoted": str(promoted).lower(),
+                                               "flywheel.gate_reason": name})
+        return ref
+
+    return add
+
+
 # --- tiny models ---------------------------------------------------------------------------------------
 
 

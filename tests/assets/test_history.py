@@ -9,16 +9,7 @@ import dagster as dg
 from flywheel_dagster.assets.history import flywheel_history
 
 
-def _candidate(registry, tmp_path, name: str, day: str, before: dict, after: dict, promoted: bool) -> None:
-    ckpt = tmp_path / name
-    ckpt.mkdir()
-    (ckpt / "config.json").write_text("{}")
-    ref = registry.register(ckpt, {"base_model": "tiny-v1", "log_partitions": [day], "eval_pass_rates": after,
-                                   "champion_pass_rates": before, "compared_to": "flywheel-policy:1"})
-    registry.set_tags(ref.version, {"flywheel.promoted": str(promoted).lower(), "flywheel.gate_reason": name})
-
-
-def test_history_is_one_plot_point_per_turn(mlflow_registry, flywheel_home, tmp_path):
+def test_history_is_one_plot_point_per_turn(mlflow_registry, flywheel_home, add_candidate):
     from flywheel_dagster.assets.definitions import build_definitions
     from flywheel_dagster.resources.storage import StorageResource
 
@@ -29,10 +20,8 @@ def test_history_is_one_plot_point_per_turn(mlflow_registry, flywheel_home, tmp_
     meta = first.asset_materializations_for_node("flywheel_history")[0].metadata
     assert meta["turns"].value == 0 and math.isnan(meta["champion_overall_pass@1"].value)
 
-    _candidate(mlflow_registry, tmp_path, "c1", "2026-12-01", {"math": 0.5, "overall": 0.4},
-               {"math": 0.6, "overall": 0.5}, True)
-    _candidate(mlflow_registry, tmp_path, "c2", "2026-12-02", {"math": 0.6, "overall": 0.5},
-               {"math": 0.55, "overall": 0.45}, False)
+    add_candidate("c1", "2026-12-01", {"math": 0.5, "overall": 0.4}, {"math": 0.6, "overall": 0.5}, True)
+    add_candidate("c2", "2026-12-02", {"math": 0.6, "overall": 0.5}, {"math": 0.55, "overall": 0.45}, False)
     # a turn's base-model run (partitioned) materializes it too, unpartitioned
     job = build_definitions().resolve_job_def("base_model_job")  # its storage: $FLYWHEEL_HOME, this home
     instance.add_dynamic_partitions("base_model", ["tiny-v1"])

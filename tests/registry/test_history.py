@@ -5,25 +5,13 @@ from __future__ import annotations
 from flywheel.registry.history import history_markdown, history_png, load_history, turn_history
 
 
-def _candidate(registry, tmp_path, name: str, day: str, before: dict, after: dict, promoted: bool):
-    ckpt = tmp_path / name
-    ckpt.mkdir()
-    (ckpt / "config.json").write_text("{}")
-    ref = registry.register(ckpt, {"base_model": "tiny-v1", "log_partitions": [day], "eval_pass_rates": after,
-                                   "champion_pass_rates": before, "compared_to": "flywheel-policy:1"})
-    registry.set_tags(ref.version, {"flywheel.promoted": str(promoted).lower(), "flywheel.gate_reason": name})
-    return ref
-
-
-def test_history_lists_each_turn_with_both_models_and_the_decision(mlflow_registry, flywheel_home, tmp_path):
+def test_history_lists_each_turn_with_both_models_and_the_decision(mlflow_registry, flywheel_home, add_candidate, tmp_path):
     base = tmp_path / "base"
     base.mkdir()
     (base / "config.json").write_text("{}")
     mlflow_registry.register(base, {"base_model": "tiny-v1"}, role="base")
-    _candidate(mlflow_registry, tmp_path, "c1", "2026-12-01", {"math": 0.5, "overall": 0.4},
-               {"math": 0.6, "overall": 0.5}, True)
-    _candidate(mlflow_registry, tmp_path, "c2", "2026-12-02", {"math": 0.6, "overall": 0.5},
-               {"math": 0.55, "overall": 0.45}, False)
+    add_candidate("c1", "2026-12-01", {"math": 0.5, "overall": 0.4}, {"math": 0.6, "overall": 0.5}, True)
+    add_candidate("c2", "2026-12-02", {"math": 0.6, "overall": 0.5}, {"math": 0.55, "overall": 0.45}, False)
 
     records = turn_history(mlflow_registry)
     assert [r.day for r in records] == ["2026-12-01", "2026-12-02"]
@@ -41,7 +29,7 @@ def test_empty_history_says_so(mlflow_registry):
     assert "No turn" in history_markdown([])
 
 
-def test_a_rollback_and_a_canary_show_in_the_history(mlflow_registry, flywheel_home, tmp_path):
+def test_a_rollback_and_a_canary_show_in_the_history(mlflow_registry, flywheel_home, add_candidate, tmp_path):
     from flywheel.registry.deploy import rollback_champion
 
     base = tmp_path / "base"
@@ -49,8 +37,7 @@ def test_a_rollback_and_a_canary_show_in_the_history(mlflow_registry, flywheel_h
     (base / "config.json").write_text("{}")
     b = mlflow_registry.register(base, {"base_model": "tiny-v1"}, role="base")
     mlflow_registry.set_champion(b.version)
-    c1 = _candidate(mlflow_registry, tmp_path, "c1", "2026-12-01", {"math": 0.5, "overall": 0.5},
-                    {"math": 0.6, "overall": 0.6}, True)
+    c1 = add_candidate("c1", "2026-12-01", {"math": 0.5, "overall": 0.5}, {"math": 0.6, "overall": 0.6}, True)
     mlflow_registry.set_tags(c1.version, {"flywheel.canary": {"passed": True, "diff": 0.01, "lo": -0.03,
                                                                 "hi": 0.05, "n": 300}})
     mlflow_registry.set_champion(c1.version)
