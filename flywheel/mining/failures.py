@@ -91,16 +91,14 @@ class FailureReport:
         return "\n".join(rows)
 
 
-_OUTCOME_FIELDS = ("$.passed", "$.status", "$.cost_usd", "$.prompt_tokens", "$.completion_tokens", "$.error",
-                   "$.tests.run", "$.tests.passed")
-"""The outcome fields mining reads, extracted in ONE JSON parse per record (`o[1]` .. `o[8]`)."""
 _PASSED = "CASE o[1] WHEN 'true' THEN true WHEN 'false' THEN false ELSE lower(o[2]) = 'success' END"
-"""`taxonomy.SQL_PASSED` over the parsed fields: true, false, or NULL (unjudged)."""
+"""`taxonomy.SQL_PASSED` over the parsed fields (`o[1]` passed, `o[2]` status): true, false, or NULL (unjudged)."""
 
 
-def _outcomes_sql(extra: str = "") -> str:
-    """Every record of `task_logs` with its outcome's fields parsed once, as `o` (plus columns `extra`)."""
-    paths = ", ".join(_sql_str(f) for f in _OUTCOME_FIELDS)
+def _outcomes_sql(fields: tuple[str, ...], extra: str = "") -> str:
+    """Every record of `task_logs` with its outcome's `$.passed`, `$.status` and `fields` extracted in ONE JSON
+    parse, as `o` (`o[3]` is `fields[0]`), plus columns `extra`. Each path costs: extract only what is used."""
+    paths = ", ".join(_sql_str(f) for f in ("$.passed", "$.status", *fields))
     return f"""SELECT id, task_id, domain, model, coalesce(log_date, CAST(timestamp AS DATE)) AS log_date, timestamp,
                       {extra} json_extract_string(outcome, [{paths}]) AS o
                FROM task_logs"""
@@ -120,7 +118,7 @@ def daily_sql() -> str:
         FROM (SELECT id, task_id, domain, model, log_date, timestamp, {_PASSED} AS passed,
                      TRY_CAST(o[3] AS DOUBLE) AS cost_usd, TRY_CAST(o[4] AS DOUBLE) + TRY_CAST(o[5] AS DOUBLE) AS tokens,
                      CASE WHEN NOT {_PASSED} THEN o[6] END AS error
-              FROM ({_outcomes_sql()}))
+              FROM ({_outcomes_sql(("$.cost_usd", "$.prompt_tokens", "$.completion_tokens", "$.error"))}))
         GROUP BY GROUPING SETS ((task_id, model, log_date), (error))"""
 
 
@@ -187,9 +185,9 @@ def failure_cases_sql() -> str:
     return f"""
         CREATE OR REPLACE TABLE failure_cases AS
         WITH f AS (
-            SELECT id, timestamp, log_date, task_id, domain, model, lower(o[2]) AS status, o[6] AS error,
-                   TRY_CAST(o[7] AS BIGINT) AS tests_run, TRY_CAST(o[8] AS BIGINT) AS tests_passed, messages
-            FROM ({_outcomes_sql("messages,")}) WHERE NOT {_PASSED}
+            SELECT id, timestamp, log_date, task_id, domain, model, lower(o[2]) AS status, o[3] AS error,
+                   TRY_CAST(o[4] AS BIGINT) AS tests_run, TRY_CAST(o[5] AS BIGINT) AS tests_passed, messages
+            FROM ({_outcomes_sql(("$.error", "$.tests.run", "$.tests.passed"), "messages,")}) WHERE NOT {_PASSED}
         ), c AS (
             SELECT f.* EXCLUDE (messages, error), dm.response, dm.n_tool_calls, de.error_line, de.exception_type,
                    de.signature AS error_signature, de.signature_hash AS error_signature_hash,
