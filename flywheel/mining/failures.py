@@ -131,27 +131,28 @@ def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
 
 
 def errors_sql() -> str:
-    """`_mining_errors`: once per distinct error text of a failing record, its last line, exception type,
-    the taxonomy's error regexes and the traceback signature."""
-    exc = sql_exception_type_of_line("error_line")
+    """`_mining_errors`: once per distinct error text of a failing record, its last line (as stored: cut to
+    `MAX_TEXT_CHARS`), exception type, the taxonomy's error regexes and the traceback signature."""
+    exc = sql_exception_type_of_line("line")
     return f"""
         CREATE OR REPLACE TEMP TABLE _mining_errors AS
-        SELECT error, error_line, {exc} AS exception_type,
+        SELECT error, left(line, {MAX_TEXT_CHARS}) AS error_line, {exc} AS exception_type,
                regexp_matches(error, {_sql_str(TIMEOUT_RE)}) AS timeout_error,
                regexp_matches(error, {_sql_str(INVALID_TOOL_RE)}) AS invalid_tool_error,
                regexp_matches(error, {_sql_str(FORMAT_ERROR_RE)}) AS format_error,
                signature, substr(md5(signature), 1, 16) AS signature_hash
-        FROM (SELECT error, {sql_last_line("error")} AS error_line,
+        FROM (SELECT error, {sql_last_line("error")} AS line,
                      CASE WHEN error <> '' THEN {sql_signature("error")} END AS signature
               FROM _mining_groups WHERE by_error = 0 AND error IS NOT NULL)"""
 
 
 def conversations_sql() -> str:
     """`_mining_conversations`: once per distinct conversation text (every record's: no outcome parse), the
-    assistant reply, its tool-call count and the taxonomy's reply regexes."""
+    assistant reply (as stored: cut to `MAX_TEXT_CHARS`; the regexes read all of it), its tool-call count and
+    the taxonomy's reply regexes."""
     return f"""
         CREATE OR REPLACE TEMP TABLE _mining_conversations AS
-        SELECT messages, response, n_tool_calls,
+        SELECT messages, left(response, {MAX_TEXT_CHARS}) AS response, n_tool_calls,
                n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
                    AND regexp_matches(r, {_sql_str(REFUSAL_RE)}) AS refusal_reply,
                regexp_matches(r, {_sql_str(MATH_ANSWER_RE)}) AS math_answer,
@@ -211,7 +212,7 @@ def failure_cases_sql() -> str:
                CASE WHEN failure_type = 'runtime_error' THEN error_signature END AS signature,
                CASE WHEN failure_type = 'runtime_error' THEN error_signature_hash END AS signature_hash,
                tests_run, tests_passed, n_tool_calls,
-               left(error_line, {MAX_TEXT_CHARS}) AS error_line, left(response, {MAX_TEXT_CHARS}) AS response
+               error_line, response
         FROM c
     """
 
