@@ -238,15 +238,15 @@ class DockerSandbox:
             except TimeoutError:
                 killed = "wall_timeout"
             if killed:
+                # drain while the engine kills: a kill behind an undrained attach waits for the engine's
+                # stream copy (60 s measured on a flood), and an undrained attach can wedge the engine
+                drain = threading.Thread(target=_drain, args=(raw, time.monotonic() + 15), daemon=True)
+                drain.start()
                 try:
                     container.kill()
                 except Exception:
                     pass
-                try:  # keep draining until the stream ends: an undrained attach can wedge the engine
-                    for _ in _frames(raw, time.monotonic() + 15):
-                        pass
-                except TimeoutError:
-                    pass
+                drain.join()
         except OSError as e:
             raise SandboxInfraError(f"lost the sandbox container's stream: {e}") from e
         finally:
@@ -293,6 +293,15 @@ class DockerSandbox:
         dec = (lambda b: bytes(b).decode("utf-8", errors="replace"))  # noqa: E731
         return ExecResult(exit_code=rc, stdout=dec(out), stderr=dec(err), timed_out=killed == "wall_timeout",
                           killed_reason=killed, duration_s=time.monotonic() - t0, files=files, truncated=truncated)
+
+
+def _drain(raw, deadline: float) -> None:
+    """Read and drop the attach stream until it ends (or `deadline`)."""
+    try:
+        for _ in _frames(raw, deadline):
+            pass
+    except (TimeoutError, OSError):
+        pass
 
 
 def _feed(raw, payload: bytes) -> None:
