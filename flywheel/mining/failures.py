@@ -178,7 +178,7 @@ def failure_cases_sql() -> str:
     Every failing record's class is a function of its domain, outcome fields, error text and
     assistant reply. Errors and conversations repeat massively (the same bug, the same refusal,
     the same prompt served many times), so JSON parsing of conversations and every regular
-    expression ran once per DISTINCT conversation / error text (`_mining_conversations`,
+    expression run once per DISTINCT conversation / error text (`_mining_conversations`,
     `_mining_errors`, small tables) and the failing records look them up by the text itself (an
     exact join, no hashing shortcuts). Per row only the outcome's fields are extracted, in one
     JSON parse, and nothing is materialized between the scan and the table written (keeping the
