@@ -17,7 +17,7 @@ Prints per arm and seed the overall pass@1 (and pass@8: sharpening vs new capabi
 `gain_flywheel`, `gain_replay_only`, `mining_gain_over_replay` with `_ci` ([low, high]) and `_per_seed`,
 the same on the test suite (`…_test`), and how many turns each arm promoted.
 
-    python benchmarks/bench_ablation.py --base tiny-v2 --base-dir $HOME/models/base --seeds 0,1,2 --turns 3
+    python benchmarks/bench_ablation.py --base tiny-v3 --base-dir $HOME/models/base --seeds 0,1,2 --turns 3
     python benchmarks/bench_ablation.py --quick      # minutes: tiny-quick, one turn, a handful of tasks
     python benchmarks/bench_ablation.py --one-round $HOME --seeds 0   # one training round from a mined day
 """
@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from flywheel.defaults import DEFAULT_BASE_MODEL
 
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "flywheel": {},
@@ -150,7 +152,7 @@ def paired(a_by_seed: list[dict[str, float]], b_by_seed: list[dict[str, float]],
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", default="tiny-v2", help="base-model release every arm starts from")
+    ap.add_argument("--base", default=DEFAULT_BASE_MODEL, help="base-model release every arm starts from")
     ap.add_argument("--base-dir", default="", help="folder holding a built <base> to copy into each arm's home "
                                                    "(default: each arm builds it)")
     ap.add_argument("--seeds", default="0,1,2", help="training seeds, comma-separated")
