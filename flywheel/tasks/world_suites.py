@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from flywheel.environments.base import BaseEnvironment
 from flywheel.environments.task import Task
 from flywheel.tasks.suites import TRAIN_SEED, heldout_suite, suite_environment
 
@@ -38,8 +39,6 @@ def has_production_shift(domain: str) -> bool:
     """Whether production asks `domain` anything beyond its training distribution (production-only levels, or
     an environment's own `production_tasks`); without a shift its production suite would only repeat the
     held-out one, so evaluation leaves it out."""
-    from flywheel.environments.base import BaseEnvironment
-
     env = suite_environment(domain)
     levels = getattr(env, "production_levels", None)
     if levels is not None:
