@@ -54,19 +54,26 @@ class LibConfig(dg.Config):
 
 
 def _field(spec: FieldSpec, default: Any, description: str) -> Any:
-    """A pydantic field with the dataclass field's default, help and, for a scalar number, its range (pydantic
-    refuses a value out of it when Dagster builds the config; the launchpad shows the range in the help)."""
+    """A pydantic field with the dataclass field's default, help and its bounds: for a scalar number its range,
+    for a fixed-length tuple (adam_betas) its length (pydantic refuses a value out of them when Dagster builds
+    the config, and `--set` through the same class; the launchpad shows them in the help)."""
     rng = spec.range
-    if rng is None:
-        return Field(default=default, description=description)
-    bounds: dict[str, float] = {}
-    if spec.kind in (int, float):
-        if rng.low is not None:
-            bounds["gt" if rng.strict_low else "ge"] = rng.low
-        if rng.high is not None:
-            bounds["le"] = rng.high
-    finite = {"allow_inf_nan": False} if spec.kind is float else {}
-    return Field(default=default, description=f"{description} ({rng.describe()})", **bounds, **finite)
+    bounds: dict[str, Any] = {}
+    notes: list[str] = []
+    if rng is not None:
+        if spec.kind in (int, float):
+            if rng.low is not None:
+                bounds["gt" if rng.strict_low else "ge"] = rng.low
+            if rng.high is not None:
+                bounds["le"] = rng.high
+        if spec.kind is float:
+            bounds["allow_inf_nan"] = False
+        notes.append(rng.describe())
+    if spec.kind is tuple and not spec.variadic:
+        bounds["min_length"] = bounds["max_length"] = len(spec.default)
+        notes.append(f"exactly {len(spec.default)} values")
+    return Field(default=default, description=f"{description} ({'; '.join(notes)})" if notes else description,
+                 **bounds)
 
 
 def _annotation(spec: FieldSpec) -> Any:

@@ -133,23 +133,7 @@ def check_overrides(overrides: dict[str, dict[str, Any]], defs: dg.Definitions) 
                 expected = _type_name(fields[name].config_type)
                 hint = " (a number or true/false is read as JSON: quote it, e.g. '\"1\"')" if expected == "String" else ""
                 raise TurnConfigError(f"--set {asset}.{name}: expected {expected}, got {value!r}{hint}") from None
-            default = fields[name].default_value if fields[name].default_provided else None
-            if (isinstance(default, list) and isinstance(value, list) and len(value) != len(default)
-                    and not _variadic(job, asset, name)):
-                raise TurnConfigError(f"--set {asset}.{name}: expected {len(default)} values like {default}, "
-                                      f"got {len(value)}")
         check_values(asset, values, job)
-
-
-def _variadic(job: dg.JobDefinition, asset: str, name: str) -> bool:
-    """Whether `asset`'s config field `name` is a `tuple[X, ...]` of its library dataclass (any number of items,
-    e.g. eval_report.suites=["heldout"]); a fixed tuple (adam_betas) takes as many values as its default."""
-    cls = asset_config_class(job, asset)
-    if cls is None or not issubclass(cls, LibConfig):
-        return False
-    specs = [(s.name, s) for s in cls.lib_specs]
-    specs += [(prefix + s.name, s) for prefix, (_, sub) in cls.nested_specs.items() for s in sub]
-    return any(n == name and s.variadic for n, s in specs)
 
 
 def _one_line(e: Exception) -> str:
@@ -157,6 +141,9 @@ def _one_line(e: Exception) -> str:
     if isinstance(e, pydantic.ValidationError):
         err = e.errors()[0]
         where = ".".join(str(x) for x in err.get("loc", ()))
+        if err.get("type") in ("too_short", "too_long") and "actual_length" in err.get("ctx", {}):
+            n = err["ctx"].get("max_length", err["ctx"].get("min_length"))
+            return f"{where}: expected {n} values, got {err['ctx']['actual_length']}: {err.get('input')!r}"
         return f"{where + ': ' if where else ''}{err.get('msg', 'invalid')}, got {err.get('input')!r}"
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 

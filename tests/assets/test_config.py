@@ -24,8 +24,12 @@ def _flags(command: str) -> dict[str, argparse.Action]:
 
 
 def _range(spec) -> str:
-    """The launchpad's description ends with the field's range (declared once, on the library field)."""
-    return f" ({spec.range.describe()})" if spec.range is not None else ""
+    """The launchpad's description ends with the field's bounds (declared once, on the library field): its range,
+    and for a fixed-length tuple how many values it takes."""
+    notes = [spec.range.describe()] if spec.range is not None else []
+    if spec.kind is tuple and not spec.variadic:
+        notes.append(f"exactly {len(spec.default)} values")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 @pytest.mark.parametrize(("command", "config", "lib", "left_out"), [
@@ -66,3 +70,19 @@ def test_the_rft_stage_config_is_the_same_in_the_cli_and_dagster():
     assert RlvrConfig(rft_steps=7).nested_lib(RFT_PREFIX) == RftConfig(steps=7)
     assert from_args(RftConfig, build_parser().parse_args(["train", "--rft-steps", "7"]), prefix=RFT_PREFIX) == \
         RftConfig(steps=7)
+
+
+def test_the_launchpad_config_refuses_a_fixed_tuple_of_another_length_and_takes_any_variadic_one():
+    """adam_betas is (beta1, beta2): the generated config refuses 1 or 3 values itself, so a launchpad run fails
+    at config time as `--set` does; eval_report.suites is a tuple[str, ...] and takes any number."""
+    import pydantic
+
+    assert tuple(RlvrConfig(adam_betas=[0.8, 0.9]).to_lib().adam_betas) == (0.8, 0.9)
+    for wrong in ([0.9], [0.9, 0.99, 0.5]):
+        with pytest.raises(pydantic.ValidationError, match="adam_betas"):
+            RlvrConfig(adam_betas=wrong)
+    assert "exactly 2 values" in RlvrConfig.model_fields["adam_betas"].description
+    variadic = [s for s in EvalReportConfig.lib_specs if s.kind is tuple and s.variadic]
+    assert variadic, "EvalConfig has a variadic tuple field (suites)"
+    for spec in variadic:
+        EvalReportConfig(**{spec.name: list(spec.default)[:1]})

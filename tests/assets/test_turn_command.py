@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
     ("eval_report.n_samples=2.5", "--set eval_report.n_samples: expected Int, got 2.5"),
     ("rlvr_policy.domain_weights={\"math\": \"x\"}", "rlvr_policy.domain_weights: expected mapping of String to Float"),
     ("verifiers.max_tasks=true", "--set verifiers.max_tasks: expected Int, got True"),
-    ("rlvr_policy.adam_betas=[0.9, 0.99, 0.5]", "--set rlvr_policy.adam_betas: expected 2 values like [0.9, 0.99], got 3"),
+    ("rlvr_policy.adam_betas=[0.9, 0.99, 0.5]", "--set rlvr_policy.adam_betas: adam_betas: expected 2 values, got 3: [0.9, 0.99, 0.5]"),
     ("rollout_engine.engin=vllm", "--set rollout_engine.engin: resource 'rollout_engine' has no field 'engin'; "
                                   "its fields: device, dtype, "),  # a resource's fields are overridable too
     ("rollout_engine.max_batch_size=x", "--set rollout_engine.max_batch_size: expected Int, got 'x'"),
