@@ -45,6 +45,7 @@ from flywheel.mining.taxonomy import (
     sql_last_line,
     sql_signature,
 )
+from flywheel.tracebacks import WRONG_ANSWER_EXCEPTION
 from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL
 
 _MSG_SCHEMA = '[{"role":"VARCHAR","content":"VARCHAR","tool_calls":"JSON"}]'
@@ -202,7 +203,7 @@ def failure_cases_sql() -> str:
                      WHEN coalesce(f.status, '') = 'timeout' OR coalesce(de.timeout_error, false) THEN 'timeout'
                      WHEN coalesce(f.status, '') = 'invalid_tool_call' OR coalesce(de.invalid_tool_error, false)
                          THEN 'invalid_tool_call'
-                     WHEN coalesce(f.status, '') = 'error' OR coalesce(de.exception_type, 'AssertionError') <> 'AssertionError'
+                     WHEN coalesce(f.status, '') = 'error' OR coalesce(de.exception_type, {_sql_str(WRONG_ANSWER_EXCEPTION)}) <> {_sql_str(WRONG_ANSWER_EXCEPTION)}
                          THEN 'runtime_error'
                      WHEN coalesce(f.status, '') = 'format_error' OR coalesce(de.format_error, false)
                        OR (f.domain = 'math' AND NOT dm.math_answer)

@@ -30,6 +30,10 @@ from typing import Any
 from flywheel.environments.code.failures import CODE_RE as CODE_RE
 from flywheel.environments.math.failures import MATH_ANSWER_RE as MATH_ANSWER_RE
 from flywheel.environments.registry import default_environments
+from flywheel.tracebacks import EXC_TYPE_RE as EXC_TYPE_RE
+from flywheel.tracebacks import WRONG_ANSWER_EXCEPTION
+from flywheel.tracebacks import exception_type as exception_type
+from flywheel.tracebacks import last_line as last_line
 
 FAILURE_TYPES: tuple[str, ...] = (
     "wrong_answer", "format_error", "runtime_error", "timeout", "invalid_tool_call", "refused",
@@ -42,7 +46,6 @@ REFUSAL_RE = r"(?i)^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|i can not|i 
 REFUSAL_MAX_CHARS = 300
 TIMEOUT_RE = r"(?i)(\btimeout|timed out)"
 INVALID_TOOL_RE = r"(?i)(IllegalCall|invalid tool call|unknown tool)"
-EXC_TYPE_RE = r"^([A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt|Warning|Iteration))(:|$)"
 FORMAT_ERROR_RE = r"(?i)(no final answer|could not parse|no code found)"
 MAX_TEXT_CHARS = 2000
 """`error_line` and `response` are stored truncated to this many characters in `failure_cases`."""
@@ -86,11 +89,6 @@ def sql_last_line(error_col: str) -> str:
     return f"regexp_extract(rtrim({error_col}, E' \\t\\r\\n'), '[^\\n]*$')"
 
 
-def last_line(error: str) -> str:
-    """Python mirror of `sql_last_line`."""
-    return error.rstrip(" \t\r\n").rsplit("\n", 1)[-1]
-
-
 def sql_exception_type_of_line(line_col: str) -> str:
     """DuckDB expression: the exception type a last line names, or NULL."""
     return f"nullif(regexp_extract({line_col}, {_sql_str(EXC_TYPE_RE)}, 1), '')"
@@ -99,14 +97,6 @@ def sql_exception_type_of_line(line_col: str) -> str:
 def sql_exception_type(error_col: str) -> str:
     """DuckDB expression: exception type on the error text's last non-empty line, or NULL."""
     return sql_exception_type_of_line(sql_last_line(error_col))
-
-
-def exception_type(error: str | None) -> str | None:
-    """Python mirror of `sql_exception_type`."""
-    if not error:
-        return None
-    m = re.match(EXC_TYPE_RE, last_line(error))
-    return m.group(1) if m else None
 
 
 def sql_missing_answer(domain: str, response: str, n_tool_calls: str) -> str:
@@ -137,7 +127,7 @@ def sql_failure_type(domain: str, status: str, error: str, response: str, n_tool
            AND regexp_matches({resp}, {_sql_str(REFUSAL_RE)})) THEN 'refused'
       WHEN {st} = 'timeout' OR regexp_matches({err}, {_sql_str(TIMEOUT_RE)}) THEN 'timeout'
       WHEN {st} = 'invalid_tool_call' OR regexp_matches({err}, {_sql_str(INVALID_TOOL_RE)}) THEN 'invalid_tool_call'
-      WHEN {st} = 'error' OR coalesce({exc}, 'AssertionError') <> 'AssertionError' THEN 'runtime_error'
+      WHEN {st} = 'error' OR coalesce({exc}, {_sql_str(WRONG_ANSWER_EXCEPTION)}) <> {_sql_str(WRONG_ANSWER_EXCEPTION)} THEN 'runtime_error'
       WHEN {st} = 'format_error' OR regexp_matches({err}, {_sql_str(FORMAT_ERROR_RE)})
         OR {sql_missing_answer(domain, resp, n_tool_calls)} THEN 'format_error'
       ELSE 'wrong_answer' END"""
@@ -182,7 +172,7 @@ def classify(domain: str, outcome: dict[str, Any], messages: list[dict[str, Any]
         kind = "timeout"
     elif status == "invalid_tool_call" or re.search(INVALID_TOOL_RE, err):
         kind = "invalid_tool_call"
-    elif status == "error" or (exc or "AssertionError") != "AssertionError":
+    elif status == "error" or (exc or WRONG_ANSWER_EXCEPTION) != WRONG_ANSWER_EXCEPTION:
         kind = "runtime_error"
     elif status == "format_error" or re.search(FORMAT_ERROR_RE, err) or missing_answer(domain, resp, calls):
         kind = "format_error"

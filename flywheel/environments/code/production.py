@@ -20,6 +20,7 @@ from flywheel.environments.production import (
     outcome,
 )
 from flywheel.environments.task import Task
+from flywheel.tracebacks import failed_an_assert
 
 _SOL_FILE = f"/sandbox/{RUN_SLOT}/solution.py"
 _TEST_FILE = f"/sandbox/{RUN_SLOT}/test_solution.py"
@@ -110,7 +111,8 @@ _MUTATIONS: tuple[tuple[str, str], ...] = (
 
 
 def _near_miss(header: str, body: str, test: str, entry: str, rng: random.Random) -> str | None:
-    """The gold body with one slip that fails the task's asserts (None: no slip fails them)."""
+    """The gold body with one slip that fails the task's asserts (None: no slip fails them). A slip that raises
+    (a TypeError on `sum(text)`) is a runtime error to the taxonomy, so it is no near miss."""
     slips = list(_MUTATIONS) + [(r"(?<![\w.])(\d+)(?!\w)", "+1")]
     rng.shuffle(slips)
     for pat, rep in slips:
@@ -118,15 +120,9 @@ def _near_miss(header: str, body: str, test: str, entry: str, rng: random.Random
             wrong = re.sub(pat, lambda m: str(int(m.group(1)) + 1), body, count=1)
         else:
             wrong = re.sub(pat, rep, body, count=1)
-        if wrong != body and _fails_an_assert(run_code(header, wrong, test, entry)):
+        if wrong != body and failed_an_assert(run_code(header, wrong, test, entry).error):
             return wrong
     return None
-
-
-def _fails_an_assert(run: CodeRun) -> bool:
-    """A wrong answer runs and fails an assert; a slip that raises (a TypeError on `sum(text)`) is a runtime
-    error, which the taxonomy tells apart, so it is no near miss."""
-    return run.error is not None and run.error.rstrip().splitlines()[-1].startswith("AssertionError")
 
 
 def reword(prompt: str, rng: random.Random) -> str:
