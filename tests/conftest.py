@@ -54,6 +54,14 @@ def flywheel_home(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def turn_instance(tmp_path, monkeypatch):
+    """What a whole `flywheel turn` in a test runs against: its own Dagster instance, and no MLflow server from
+    the environment (the home's own SQLite store)."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+
+@pytest.fixture
 def storage(flywheel_home):
     """The Dagster `StorageResource` of `flywheel_home`."""
     from flywheel_dagster.resources.storage import StorageResource

@@ -139,7 +139,7 @@ def math_champion(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_turn_whose_candidate_passes_the_offline_gate_but_loses_its_canary_keeps_the_champion(
-        flywheel_home, seed_mlflow_db, math_champion, random_tiny, tmp_path, monkeypatch, capsys):
+        flywheel_home, turn_instance, seed_mlflow_db, math_champion, random_tiny, capsys):
     """`flywheel turn --json` end to end (~1 min): a deliberately bad candidate (trained from a new base model
     release that is untrained, while the champion does some math) passes a gate that lets anything
     through, becomes the challenger, shadows the champion on 3,000 further requests of the day through the
@@ -148,8 +148,6 @@ def test_a_turn_whose_candidate_passes_the_offline_gate_but_loses_its_canary_kee
     from flywheel.cli import main
     from flywheel.registry.mlflow_registry import Registry
 
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     seed_mlflow_db(flywheel_home)
     random_tiny(flywheel_home.base_models / "tiny-next")  # the new base release is bad: untrained weights
     trained = shutil.copytree(math_champion, flywheel_home.models / "policies" / "served")
