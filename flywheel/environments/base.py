@@ -292,6 +292,12 @@ class BaseEnvironment(ABC):
         and the final report. Default: none."""
         return []
 
+    def variants(self, task: Task, n: int, seed: int) -> list[Task]:
+        """Up to `n` fresh training tasks of `task`'s own kind (its level or template, new numbers and names),
+        deterministic in `seed`: one mined failure becomes a small curriculum (`rft_variants_per_task`). Never a
+        held-out or frozen-test task. Default: none (an environment opts in)."""
+        return []
+
     def task_from_log(self, task_id: str, prompt: str, reference: dict[str, Any]) -> dict[str, Any] | None:
         return None
 

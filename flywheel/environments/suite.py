@@ -13,6 +13,7 @@ Three distributions, disjoint by construction (each level is its own templates o
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -99,6 +100,24 @@ class SuiteEnvironment(BaseEnvironment):
     def test_tasks(self, domain: str, n: int) -> list[Task]:
         self._check(domain, "heldout", None)
         return self._mixed(n, TEST_SEED, self.test_levels, lambda t: True) if self.test_levels else []
+
+    def task_level(self, task: Task) -> int | None:
+        """The level `task` belongs to: `meta["level"]` where a suite wrote it; a mined log record carries no
+        meta, so each built-in environment reads it from the prompt or reference. None: unknown."""
+        level = (task.meta or {}).get("level")
+        return level if isinstance(level, int) else None
+
+    def variants(self, task: Task, n: int, seed: int) -> list[Task]:
+        """Up to `n` fresh train-split tasks of `task`'s level (SFT or production-only, never a test level):
+        by the prompt-hash split none is a held-out or production-suite prompt, and a test level is never drawn."""
+        level = self.task_level(task)
+        if n <= 0 or level is None or level not in (*self.levels_, *self.production_levels):
+            return []
+        digest = hashlib.sha256(f"variants:{seed}:{task.task_id}".encode()).digest()
+        own = task.prompt.strip()
+        drawn = self.suite(n, int.from_bytes(digest[:4], "big"), level,
+                           lambda t: not is_heldout(t.prompt) and t.prompt.strip() != own)
+        return drawn[:n]
 
     def _mixed(self, n: int, seed: int, levels: tuple[int, ...], keep: Callable[[Task], bool]) -> list[Task]:
         """`n` tasks spread evenly over `levels`, interleaved; a prefix of a longer draw (sizes only add tasks)."""

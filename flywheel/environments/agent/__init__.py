@@ -63,6 +63,15 @@ class AgentEnvironment(SuiteEnvironment):
 
         return agent_suite(n, seed, levels=(level,) if level else SFT_LEVELS, keep=keep)
 
+    def task_level(self, task: Task) -> int | None:
+        from flywheel.environments.agent.tasks import task_level
+
+        ref = task.reference or {}
+        try:
+            return super().task_level(task) or task_level(dict(ref["initial_state"]), dict(ref["goal"]))
+        except (KeyError, TypeError, ValueError, StopIteration):
+            return None  # a reference that is no inventory task of any level
+
     def make_verifier(self, context: Any) -> Any:
         from flywheel.environments.agent.verifier import AgentVerifier
 

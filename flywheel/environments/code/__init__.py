@@ -39,6 +39,11 @@ class CodeEnvironment(SuiteEnvironment):
 
         return code_suite(n, seed, (level,) if level else SFT_LEVELS, keep=keep)
 
+    def task_level(self, task: Task) -> int | None:
+        from flywheel.environments.code.tasks import code_level
+
+        return super().task_level(task) or code_level(task.prompt)
+
     def make_verifier(self, context: Any) -> Any:
         from flywheel.environments.code.verifier import CodeVerifier
 

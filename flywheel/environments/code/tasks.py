@@ -16,7 +16,9 @@ docstring wordings or constants are its own; `tests/environments/code/test_level
 
 from __future__ import annotations
 
+import functools
 import random
+import re
 from collections.abc import Callable
 
 from flywheel.environments.code.sft_families import SFT2
@@ -165,3 +167,27 @@ def code_suite(n: int, seed: int, levels: tuple[int, ...] = SFT_LEVELS,
         if keep(t):
             out.setdefault(t.task_id, t)
     return list(out.values())
+
+
+def _shape(prompt: str) -> str:
+    """A header with its function name, quoted literals and numbers masked: one family's template."""
+    s = re.sub(r"\s+", " ", prompt.strip())
+    s = re.sub(r"'[^']*'", "'_'", s)
+    s = re.sub(r"^def \w+\(", "def _(", s)
+    return re.sub(r"\d+", "#", s)
+
+
+@functools.cache
+def _shapes() -> dict[str, int]:
+    """Each SFT and production level's family templates -> the level (the highest where two share one);
+    test levels are left out, so their prompts have no level."""
+    out: dict[str, int] = {}
+    for level in (*SFT_LEVELS, *PRODUCTION_LEVELS):
+        for t in code_suite(1000, 5, (level,)):
+            out[_shape(t.prompt)] = max(level, out.get(_shape(t.prompt), 0))
+    return out
+
+
+def code_level(prompt: str) -> int | None:
+    """The level of a logged code prompt, by its family's template (None: a test level or an unknown one)."""
+    return _shapes().get(_shape(prompt))

@@ -17,7 +17,7 @@ from flywheel.environments.base import Probe, sql_literal
 from flywheel.environments.judging import require
 from flywheel.environments.math.failures import MATH_ANSWER_RE, math_failure
 from flywheel.environments.math.production import PROFILE
-from flywheel.environments.math.tasks import PRODUCTION_LEVELS, TEST_LEVELS
+from flywheel.environments.math.tasks import PRODUCTION_LEVELS, TEST_LEVELS, math_level
 from flywheel.environments.suite import SuiteEnvironment
 from flywheel.environments.task import Task
 from flywheel.environments.verdict import Verdict
@@ -38,6 +38,9 @@ class MathEnvironment(SuiteEnvironment):
         from flywheel.environments.math.tasks import math_suite
 
         return math_suite(n, seed, levels=(level,) if level else (1, 2, 3), keep=keep)
+
+    def task_level(self, task: Task) -> int | None:
+        return super().task_level(task) or math_level(task.prompt)
 
     def make_verifier(self, context: Any) -> Any:
         from flywheel.environments.math.verifier import MathVerifier

@@ -10,6 +10,7 @@ be another's. The gold solution ends with `Answer: N`, the format the verifier e
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 
 from flywheel.environments.task import Task, stable_task_id
@@ -120,3 +121,27 @@ def math_suite(n: int, seed: int, levels: tuple[int, ...] = (1, 2, 3), keep: Cal
         if keep(t):
             out.setdefault(t.task_id, t)
     return list(out.values())
+
+
+_PROD_NAMES = {n.lower() for n in PROD_NAMES}
+_TEST_WORDS = {w.lower() for w in (*TEST_NAMES, *TEST_ITEMS, *_VERBS[7])}
+
+
+def math_level(prompt: str) -> int | None:
+    """The level of a problem read from its words alone (production rewrites a prompt's case, spacing and
+    lead-in, so a logged prompt is matched loosely): another verb 4, a production name 5, a first number
+    above 50 in one step 6, two steps 3, else 2 when a number exceeds 20, else 1. None: a test-suite word,
+    or not one of these problems."""
+    words = re.findall(r"[a-z]+", prompt.lower())
+    nums = [int(x) for x in re.findall(r"\d+", prompt)]
+    if not nums or "how" not in words or _TEST_WORDS.intersection(words):
+        return None
+    if "finds" in words or "loses" in words:
+        return 4
+    if _PROD_NAMES.intersection(words):
+        return 5
+    if "then" in words:
+        return 3
+    if nums[0] > 50 and "bags" not in words:
+        return 6
+    return 2 if max(nums) > 20 else 1

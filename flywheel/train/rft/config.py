@@ -40,6 +40,14 @@ class RftConfig:
                                     "fill the count with replay: the failures production showed are what a turn "
                                     "is for (off: one seeded choice over pool and replay alike, ~90% replay).")
     samples_per_task: int = option(8, "Policy samples drawn per task (0 = logged successes only).", ge=0)
+    pool_samples_per_task: int = option(
+        0, "Policy samples per mined pool task (0: samples_per_task). A frontier task at pass@1 0.05 shows a "
+           "passing sample in 8 draws 34% of the time, in 32 draws 80%; replay tasks keep samples_per_task.", ge=0)
+    variants_per_task: int = option(
+        0, "Fresh tasks of each chosen mined pool task's own kind (its environment's `variants`: same level, new "
+           "numbers and names; train split, decontaminated against every evaluation suite) taken after the pool "
+           "and before replay under tasks_per_domain: one mined failure becomes a small curriculum. 0: none; "
+           "a replay-only run has no pool, so none.", ge=0)
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
                                         "cleaner demonstrations).", ge=0)
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).", ge=1)
@@ -70,6 +78,8 @@ class RftConfig:
 
     def __post_init__(self) -> None:
         check_choices(self)
+        if self.pool_samples_per_task < 0 or self.variants_per_task < 0:
+            raise ValueError("pool_samples_per_task and variants_per_task must be >= 0")
         if self.samples_per_task < 0 or self.max_examples_per_task < 1 or self.log_candidates_per_task < 0:
             raise ValueError("samples_per_task and log_candidates_per_task must be >= 0, max_examples_per_task >= 1")
         if any(n < 0 for n in self.tasks_per_domain.values()):

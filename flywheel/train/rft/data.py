@@ -27,6 +27,7 @@ from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import ScoreFn
 from flywheel.train.rft.config import RftConfig
 from flywheel.train.rft.curves import sampling_curve
+from flywheel.train.rft.variants import is_pool, with_variants
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
 from flywheel.world.responder import text_from_messages
@@ -155,24 +156,32 @@ def logged_successes(warehouse: str | Path, task_ids: Sequence[str], per_task: i
     return out
 
 
+def samples_for(task: Task, config: RftConfig) -> int:
+    """Policy samples drawn for `task`: `pool_samples_per_task` for a mined pool task where set, else
+    `samples_per_task`."""
+    if config.pool_samples_per_task and is_pool(task):
+        return config.pool_samples_per_task
+    return config.samples_per_task
+
+
 def sample_candidates(model: Any, tokenizer: Any, tasks: Sequence[Task], config: RftConfig, device: str,
                       progress: Progress | None = None, engine: Any = None) -> list[Candidate]:
-    """`config.samples_per_task` policy samples per task (agent tasks run their tools), drawn by `engine`
+    """`samples_for(task)` policy samples per task (agent tasks run their tools), drawn by `engine`
     (a `RolloutEngine` over the same checkpoint, e.g. vLLM's; default the torch engine over `model`)."""
     from flywheel.rollout.torch_engine import TorchEngine  # heavy (torch): only sampling needs it
 
     if config.samples_per_task == 0 or not tasks:
         return []
     engine = engine or TorchEngine(model, tokenizer, device=device)
-    by_domain: dict[str, list[Task]] = {}
+    groups: dict[tuple[str, int], list[Task]] = {}
     for t in tasks:  # one domain per engine call: single-turn tasks never wait on tool rounds
-        by_domain.setdefault(t.domain, []).append(t)
-    chunks = [ts[i: i + SAMPLE_CHUNK] for ts in by_domain.values() for i in range(0, len(ts), SAMPLE_CHUNK)]
+        groups.setdefault((t.domain, samples_for(t, config)), []).append(t)
+    chunks = [(n, ts[i: i + SAMPLE_CHUNK]) for (_, n), ts in groups.items() for i in range(0, len(ts), SAMPLE_CHUNK)]
     out: list[Candidate] = []
-    for k, chunk in enumerate(chunks):
+    for k, (n, chunk) in enumerate(chunks):
         sp = SamplingParams(temperature=config.temperature, max_new_tokens=config.max_new_tokens,
                             seed=config.seed * 100_003 + k)
-        for r in generate_for_tasks(engine, chunk, config.samples_per_task, sp, max_steps=config.max_tool_steps):
+        for r in generate_for_tasks(engine, chunk, n, sp, max_steps=config.max_tool_steps):
             out.append(Candidate(chunk[r.group_id], r.text, "policy", truncated=r.finish_reason == "length"))
         if progress:
             progress("sample", k + 1, len(chunks))
@@ -232,6 +241,8 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
     """The RFT dataset for `tasks` and how it was filtered (see module doc)."""
     counts = RftCounts()
     chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first)
+    if config.variants_per_task:
+        chosen = with_variants(chosen, config.tasks_per_domain, config.variants_per_task, config.seed)
     for t in chosen:
         counts._bump(t.domain, "tasks")
     candidates: list[Candidate] = []

@@ -1,0 +1,89 @@
+"""Variants of the mined failures RFT trains on: each chosen pool task's environment draws fresh tasks of the
+same kind (`Environment.variants`: same level, new numbers and names), so one failure production showed
+becomes a small curriculum of its own kind instead of one prompt sampled a few times.
+
+Variants are training tasks like replay: from the train split, and decontaminated with the mining pool's own
+rule (`flywheel.mining.pool.heldout_prompts`, n-gram containment against every evaluation suite: held-out,
+production, frozen test), so none is, or nearly is, a prompt any suite scores. They take the places under each
+domain's `tasks_per_domain` after the pool's own tasks and before replay; a run without pool tasks (replay
+only) gets none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from flywheel.tasks.base import Task
+
+SOURCE = "variant"
+"""`meta["source"]` of a variant (the pool's own tasks are `pool`, the rest `replay`)."""
+
+
+def is_pool(task: Task) -> bool:
+    return (task.meta or {}).get("source") == "pool"
+
+
+def draw_variants(pool: Sequence[Task], n: int, seed: int) -> list[Task]:
+    """Up to `n` variants of each task in `pool` (its environment's `variants`; none where it has no hook),
+    each id once, in pool order, tagged `meta["source"] = "variant"` and `meta["variant_of"]`."""
+    from flywheel.environments.registry import default_environments
+
+    if n <= 0 or not pool:
+        return []
+    envs = default_environments()
+    seen = {t.task_id for t in pool}
+    out: list[Task] = []
+    for t in pool:
+        fn = getattr(envs.for_domain(t.domain), "variants", None)
+        for v in (fn(t, n, seed) if fn else []):
+            if v.task_id not in seen:
+                seen.add(v.task_id)
+                out.append(dataclasses.replace(v, meta={**v.meta, "source": SOURCE, "variant_of": t.task_id}))
+    return decontaminated(out)
+
+
+def decontaminated(tasks: list[Task]) -> list[Task]:
+    """`tasks` without those whose prompt overlaps an evaluation prompt by the mining pool's rule
+    (`MiningConfig.decontam_ngram` / `decontam_threshold`), or equals one."""
+    from flywheel.mining.config import MiningConfig
+    from flywheel.mining.pool import heldout_prompts
+    from flywheel.mining.textsim import heldout_overlap
+
+    if not tasks:
+        return []
+    cfg = MiningConfig()
+    held = heldout_prompts(tuple(sorted({t.domain for t in tasks})))
+    held_ids = {h[1] for h in held}
+    con = duckdb.connect()
+    try:
+        con.register("_v", pa.table({"task_id": [t.task_id for t in tasks], "prompt": [t.prompt for t in tasks]}))
+        con.register("_h", pa.table({"task_id": [h[1] for h in held], "prompt": [h[2] for h in held]}))
+        con.execute("CREATE TEMP TABLE _vs AS SELECT * FROM _v; CREATE TEMP TABLE _hs AS SELECT * FROM _h")
+        heldout_overlap(con, "_vs", "_hs", "_vo", cfg.decontam_ngram)
+        bad = {r[0] for r in con.execute(f"SELECT task_id FROM _vo WHERE overlap >= {cfg.decontam_threshold}")
+               .fetchall()}
+    finally:
+        con.close()
+    return [t for t in tasks if t.task_id not in bad and t.task_id not in held_ids]
+
+
+def with_variants(chosen: Sequence[Task], per_domain: dict[str, int], n: int, seed: int) -> list[Task]:
+    """`chosen` (RFT's task choice) with `n` variants of each pool task among them, each domain still at most
+    `per_domain[d]` tasks: its pool tasks, then variants, then as much replay as fits (in `chosen`'s order)."""
+    variants = draw_variants([t for t in chosen if is_pool(t)], n, seed)
+    if not variants:
+        return list(chosen)
+    ids = {t.task_id for t in chosen}
+    out: list[Task] = []
+    for domain in dict.fromkeys(t.domain for t in [*chosen, *variants]):
+        cap = per_domain.get(domain, 0)
+        own = [t for t in chosen if t.domain == domain]
+        pool = [t for t in own if is_pool(t)]
+        extra = [v for v in variants if v.domain == domain and v.task_id not in ids][: max(0, cap - len(pool))]
+        rest = [t for t in own if not is_pool(t)][: max(0, cap - len(pool) - len(extra))]
+        out += [*pool, *extra, *rest]
+    return out
