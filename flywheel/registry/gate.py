@@ -5,8 +5,9 @@ Both models are scored on the same held-out tasks and compared task by task (pai
 `non_inferiority_by="family"` an environment's many small domains pooled as one family). The frozen test
 suite's units (`test/...`) are never read here: a recipe tuned against the gate can not tune against them.
 
-- **a gain**: some unit's paired interval, Bonferroni-widened for the m units a gain could come from
-  (confidence 1 - alpha/m), lies wholly above `margin`. A real turn's gain is often carried by one
+- **a gain**: some unit's one-sided paired lower bound at confidence 1 - alpha/m (Bonferroni over the m
+  units a gain could come from: at most alpha, 5 %, of candidates no better on any unit are promoted) lies
+  above `margin`. A real turn's gain is often carried by one
   domain; pooling every task into one "overall" mean dilutes it by the unchanged ones, and testing
   each unit at the plain 95 % would promote an unchanged model on ~7 % of turns with three units.
 - **no unit worse**: each unit's 95 % interval rules out a drop of `non_inferiority_scale / sqrt(n)`
@@ -129,12 +130,12 @@ def not_non_inferior(comparison: Comparison, gate: GateConfig) -> tuple[str, ...
 
 
 def widened_lo(e: Estimate, m: int, alpha: float) -> float:
-    """The lower bound of `e`'s (1 - alpha) interval widened to confidence 1 - alpha/m (Bonferroni over m
-    tests), scaling its lower half by the normal quantiles: the bootstrap interval of a mean over tasks."""
-    if m <= 1:
-        return e.lo
+    """The one-sided lower bound of `e` at confidence 1 - alpha/m: a gain is one-sided, so over m units
+    (Bonferroni) the chance that a candidate no unit of which is better gets promoted is at most alpha. From
+    `e`'s two-sided (1 - alpha) bootstrap interval of a mean over tasks, its lower half scaled by the normal
+    quantiles."""
     z = NormalDist().inv_cdf
-    return e.value - (e.value - e.lo) * z(1 - alpha / (2 * m)) / z(1 - alpha / 2)
+    return e.value - (e.value - e.lo) * z(1 - alpha / max(m, 1)) / z(1 - alpha / 2)
 
 
 def primaries(comparison: Comparison, gate: GateConfig, units: dict[str, Estimate]) -> dict[str, Estimate]:
@@ -168,7 +169,8 @@ def decide(comparison: Comparison | None, gate: GateConfig) -> tuple[bool, str]:
     lows = {u: widened_lo(e, m, comparison.alpha) for u, e in tested.items()}
     best = max(lows, key=lambda u: lows[u])
     e, lo = tested[best], lows[best]
-    level = f"; at {1 - comparison.alpha / m:.1%} for {m} domains the lower bound is {lo:+.3f}" if m > 1 else ""
+    level = (f"; one-sided at {1 - comparison.alpha / m:.1%} for {m} domains the lower bound is {lo:+.3f}" if m > 1
+             else f"; one-sided at {1 - comparison.alpha:.0%} the lower bound is {lo:+.3f}")
     if not lo > gate.margin:
         noise = "indistinguishable from noise" if lo <= 0 else "below the margin"
         best_of = "the best domain, " if m > 1 else ""

@@ -153,16 +153,17 @@ def test_a_real_drop_in_one_domain_blocks_a_gain_elsewhere():
 
 
 def test_any_domain_primary_pays_for_the_domains_it_could_have_picked():
-    """A gain whose 95 % interval just clears 0 is not enough when it is the best of three domains: its
-    interval is widened to 1 - 0.05/3 (Bonferroni), unless that one domain was pre-declared."""
-    math = Estimate(0.02, 0.002, 0.038, 400)
+    """A gain whose 95 % interval just clears 0 is not enough when it is the best of three domains: its one-sided
+    lower bound is taken at 1 - 0.05/3 (Bonferroni), unless that one domain was pre-declared (one-sided 95 %)."""
+    math = Estimate(0.02, 0.001, 0.039, 400)
     c = Comparison("cand", "champ", {"math": math, "code": Estimate(0.0, -0.1, 0.1, 24),
                                      "agent": Estimate(0.0, -0.01, 0.01, 60),
                                      "overall": Estimate(0.016, 0.001, 0.031, 484)}, (), 0.05)
-    assert widened_lo(math, 1, c.alpha) == 0.002
-    assert widened_lo(math, 3, c.alpha) == pytest.approx(0.02 - 0.018 * 2.394 / 1.960, abs=1e-3)
+    assert widened_lo(math, 1, c.alpha) == pytest.approx(0.02 - 0.019 * 1.645 / 1.960, abs=1e-4)  # one-sided 95 %
+    assert widened_lo(math, 3, c.alpha) == pytest.approx(0.02 - 0.019 * 2.128 / 1.960, abs=1e-4)
+    assert widened_lo(math, 3, c.alpha) < 0 < widened_lo(math, 1, c.alpha)
     ok, why = decide(c, GateConfig())
-    assert not ok and "the best domain, math" in why and "98.3% for 3 domains" in why, why
+    assert not ok and "the best domain, math" in why and "one-sided at 98.3% for 3 domains" in why, why
     assert decide(c, GateConfig(primary="math"))[0] and decide(c, GateConfig(primary="overall"))[0]
 
 
