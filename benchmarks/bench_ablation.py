@@ -167,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval-samples", type=int, default=8)
     ap.add_argument("--eval-seed", type=int, default=4242)
     ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads of the final evaluation (0: torch's default); on a shared 2-core box two threads "
+                         "beside another job made one model's evaluation ~20x slower than one thread")
     ap.add_argument("--work", default="", help="where the arms' homes go (default: a temporary folder, removed)")
     ap.add_argument("--resume", action="store_true", help="with --work: keep arms whose turns already ran there")
     ap.add_argument("--one-round", default="", metavar="HOME",
@@ -179,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         args.base, args.turns, args.seeds, args.records = "tiny-quick", 1, "0", 200
         args.eval_tasks, args.test_tasks, args.eval_samples, args.n_boot = "math:6,code:2,agent:2", 4, 2, 200
 
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     from flywheel.evaluation.runner import evaluate_policy
     from flywheel.evaluation.suites import EvalConfig
     from flywheel.paths import FlywheelPaths

@@ -27,7 +27,7 @@ from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import ScoreFn
 from flywheel.train.rft.config import RftConfig
 from flywheel.train.rft.curves import sampling_curve
-from flywheel.train.rft.variants import is_pool, with_variants
+from flywheel.train.rft.variants import is_pool, is_variant, with_variants
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
 from flywheel.world.responder import text_from_messages
@@ -157,9 +157,9 @@ def logged_successes(warehouse: str | Path, task_ids: Sequence[str], per_task: i
 
 
 def samples_for(task: Task, config: RftConfig) -> int:
-    """Policy samples drawn for `task`: `pool_samples_per_task` for a mined pool task where set, else
-    `samples_per_task`."""
-    if config.pool_samples_per_task and is_pool(task):
+    """Policy samples drawn for `task`: `pool_samples_per_task` for a mined pool task or one of its variants
+    where set, else `samples_per_task`."""
+    if config.pool_samples_per_task and (is_pool(task) or is_variant(task)):
         return config.pool_samples_per_task
     return config.samples_per_task
 

@@ -27,6 +27,10 @@ def is_pool(task: Task) -> bool:
     return (task.meta or {}).get("source") == "pool"
 
 
+def is_variant(task: Task) -> bool:
+    return (task.meta or {}).get("source") == SOURCE
+
+
 def draw_variants(pool: Sequence[Task], n: int, seed: int) -> list[Task]:
     """Up to `n` variants of each task in `pool` (its environment's `variants`; none where it has no hook),
     each id once, in pool order, tagged `meta["source"] = "variant"` and `meta["variant_of"]`."""

@@ -64,6 +64,7 @@ def test_pool_tasks_get_their_own_sample_count(tiny_model):
     cfg = RftConfig(samples_per_task=1, pool_samples_per_task=3, max_new_tokens=8)
     assert [samples_for(t, cfg) for t in (pool[0], replay[0])] == [3, 1]
     assert samples_for(pool[0], cfg.replace(pool_samples_per_task=0)) == 1
+    assert samples_for(draw_variants(pool[:1], 1, seed=0)[0], cfg) == 3  # a variant of a mined task too
     cands = sample_candidates(model, tok, pool[:2] + replay[:2], cfg, "cpu")
     per = {t.task_id: sum(c.task.task_id == t.task_id for c in cands) for t in pool[:2] + replay[:2]}
     assert [per[t.task_id] for t in pool[:2] + replay[:2]] == [3, 3, 1, 1]
