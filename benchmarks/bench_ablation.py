@@ -15,7 +15,8 @@ task's difference is its mean over seeds, and the 95% interval is a bootstrap ov
 
 Prints per arm and seed the overall pass@1 (and pass@8: sharpening vs new capability), then one JSON line:
 `gain_flywheel`, `gain_replay_only`, `mining_gain_over_replay` with `_ci` ([low, high]) and `_per_seed`,
-the same on the test suite (`…_test`), and how many turns each arm promoted.
+the same on the test suite (`…_test`) and on the production suite's production-only levels (`…_new_levels`: the
+levels the SFT data never held, where only mined tasks can teach), and how many turns each arm promoted.
 
     python benchmarks/bench_ablation.py --base tiny-v3 --base-dir $HOME/models/base --seeds 0,1,2 --turns 3
     python benchmarks/bench_ablation.py --quick      # minutes: tiny-quick, one turn, a handful of tasks
@@ -136,6 +137,21 @@ def per_task(report: Any, suite: str) -> dict[str, float]:
     return {t.task_id: t.pass1 for t in report.tasks if suite_of(t.domain) == suite}
 
 
+def production_only_levels(cfg: Any) -> set[str]:
+    """Task ids of the production suite's tasks at a production-only level (one the SFT data never held)."""
+    from flywheel.environments.registry import default_environments
+    from flywheel.evaluation.suites import eval_tasks
+
+    envs, out = default_environments(), set()
+    for unit, tasks in eval_tasks(cfg).items():
+        for t in tasks if unit.startswith("production/") else ():
+            env = envs.for_domain(t.domain)
+            level_of = getattr(env, "task_level", None)
+            if level_of is not None and level_of(t) in getattr(env, "production_levels", {}):
+                out.add(t.task_id)
+    return out
+
+
 def paired(a_by_seed: list[dict[str, float]], b_by_seed: list[dict[str, float]], n_boot: int,
            seed: int) -> dict[str, Any]:
     """Mean over seeds of a - b (overall pass@1), per-seed values, and a bootstrap-over-tasks 95% interval of
@@ -243,6 +259,19 @@ def main(argv: list[str] | None = None) -> int:
             figures[f"{name}{suffix}_per_seed"] = est["per_seed"]
             print(f"[{suite}] {name}: {est['value']:+.4f} [{est['ci'][0]:+.4f}, {est['ci'][1]:+.4f}] "
                   f"per seed {est['per_seed']} over {est['tasks']} tasks", flush=True)
+    new_ids = production_only_levels(cfg)  # where the base rarely samples a pass: what only mining can teach
+    if new_ids:
+        pick = [{t: v for t, v in per_task(rep, "production").items() if t.split("/", 1)[-1] in new_ids}
+                for rep in (base_rep, *[
+            reports[(arm, s)] for arm in ARMS for s in seeds])]
+        base_new, by_arm = pick[0], {arm: pick[1 + i * len(seeds): 1 + (i + 1) * len(seeds)] for i, arm in enumerate(ARMS)}
+        for name, a, b in (("gain_flywheel", by_arm["flywheel"], [base_new] * len(seeds)),
+                           ("gain_replay_only", by_arm["replay_only"], [base_new] * len(seeds)),
+                           ("mining_gain_over_replay", by_arm["flywheel"], by_arm["replay_only"])):
+            est = paired(a, b, args.n_boot, args.eval_seed)
+            figures[f"{name}_new_levels"], figures[f"{name}_new_levels_ci"] = est["value"], est["ci"]
+            print(f"[production, production-only levels] {name}: {est['value']:+.4f} [{est['ci'][0]:+.4f}, "
+                  f"{est['ci'][1]:+.4f}] per seed {est['per_seed']} over {est['tasks']} tasks", flush=True)
     lo = figures.get("mining_gain_over_replay_ci", [0.0])[0]
     figures["mining_beats_replay"] = bool(lo > 0)
     if tmp is not None:
