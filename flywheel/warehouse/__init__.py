@@ -4,7 +4,7 @@
 migrations. Nothing else in the library calls `duckdb.connect` (tests/project/test_layering.py).
 """
 
-from flywheel.warehouse.connection import connect, prepare
+from flywheel.warehouse.connection import connect, prepare, scratch
 from flywheel.warehouse.session import configure, database_path
 
-__all__ = ["configure", "connect", "database_path", "prepare"]
+__all__ = ["configure", "connect", "database_path", "prepare", "scratch"]

@@ -27,6 +27,12 @@ def connect(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.Duc
     return con
 
 
+def scratch() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the warehouse's session settings and no tables: for SQL over Arrow tables a
+    stage registers itself (e.g. RFT's decontamination of generated tasks), where nothing should persist."""
+    return configure(duckdb.connect(":memory:"))
+
+
 def prepare(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Session settings and tables on a connection opened elsewhere (dagster-duckdb's `DuckDBResource`)."""
     ensure_tables(configure(con))

@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import duckdb
 import pyarrow as pa
 
 from flywheel.tasks.base import Task
+from flywheel.warehouse import scratch
 
 SOURCE = "variant"
 """`meta["source"]` of a variant (the pool's own tasks are `pool`, the rest `replay`)."""
@@ -62,7 +62,7 @@ def decontaminated(tasks: list[Task]) -> list[Task]:
     cfg = MiningConfig()
     held = heldout_prompts(tuple(sorted({t.domain for t in tasks})))
     held_ids = {h[1] for h in held}
-    con = duckdb.connect()
+    con = scratch()
     try:
         con.register("_v", pa.table({"task_id": [t.task_id for t in tasks], "prompt": [t.prompt for t in tasks]}))
         con.register("_h", pa.table({"task_id": [h[1] for h in held], "prompt": [h[2] for h in held]}))
