@@ -33,7 +33,6 @@ from flywheel.environments.registry import default_environments
 from flywheel.tracebacks import EXC_TYPE_RE as EXC_TYPE_RE
 from flywheel.tracebacks import WRONG_ANSWER_EXCEPTION
 from flywheel.tracebacks import exception_type as exception_type
-from flywheel.tracebacks import last_line as last_line
 
 FAILURE_TYPES: tuple[str, ...] = (
     "wrong_answer", "format_error", "runtime_error", "timeout", "invalid_tool_call", "refused",

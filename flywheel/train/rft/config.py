@@ -81,8 +81,6 @@ class RftConfig:
 
     def __post_init__(self) -> None:
         check_choices(self)
-        if self.pool_samples_per_task < 0 or self.variants_per_task < 0:
-            raise ValueError("pool_samples_per_task and variants_per_task must be >= 0")
         if self.samples_per_task < 0 or self.max_examples_per_task < 1 or self.log_candidates_per_task < 0:
             raise ValueError("samples_per_task and log_candidates_per_task must be >= 0, max_examples_per_task >= 1")
         if any(n < 0 for n in self.tasks_per_domain.values()):

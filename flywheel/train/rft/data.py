@@ -109,7 +109,7 @@ def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int, p
         rng = random.Random(f"rft:{seed}:{domain}")
         ids = [t.task_id for t in tasks if t.domain == domain]
         if pool_first:
-            mined = [t.task_id for t in tasks if t.domain == domain and (t.meta or {}).get("source") == "pool"]
+            mined = [t.task_id for t in tasks if t.domain == domain and is_pool(t)]
             take = rng.sample(mined, min(n, len(mined)))
             taken = set(take)
             rest = [i for i in ids if i not in taken]
