@@ -12,8 +12,8 @@ from flywheel.evaluation.report import to_markdown, write_report
 from flywheel.evaluation.runner import compare, evaluate
 from flywheel.evaluation.suites import EvalConfig, eval_tasks
 from flywheel.rollout.types import Rollout
+from flywheel.tasks.sources import tagged
 from flywheel.tasks.suites import train_suite
-from flywheel.train.common.taskset import tagged
 from flywheel.train.config import GRPOConfig
 from flywheel.train.grpo.scheduler import TaskScheduler, pool_failure_weights
 

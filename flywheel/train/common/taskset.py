@@ -15,7 +15,6 @@ Without a pool (a fresh machine), replay is all there is: `fallback_per_domain` 
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import duckdb
 
 from flywheel.mining.pool import load_task_pool
 from flywheel.tasks.base import Task
+from flywheel.tasks.sources import DEV, POOL, REPLAY, source_of, tagged
 from flywheel.tasks.suites import train_suite
 from flywheel.train.common.difficulty import history_pass_rates, training_attempts
 from flywheel.train.config import TrainConfig
@@ -41,7 +41,7 @@ def dev_split(domains: Sequence[str], n: int, exclude: Collection[str]) -> list[
         if n <= 0:
             break
         fresh = [t for t in train_suite(d, n + len(exclude), seed=DEV_SEED) if t.task_id not in exclude]
-        out.extend(dataclasses.replace(t, meta={**t.meta, "source": "dev"}) for t in fresh[:n])
+        out.extend(tagged(fresh[:n], DEV))
     return out
 
 
@@ -58,15 +58,10 @@ class TaskSet:
         """Tasks per source (`pool`, `replay`) and the dev split's size."""
         out: dict[str, int] = {}
         for t in self.tasks:
-            src = str(t.meta.get("source", "given"))
+            src = source_of(t)
             out[src] = out.get(src, 0) + 1
         out["dev"] = len(self.dev)
         return out
-
-
-def tagged(tasks: Sequence[Task], source: str) -> list[Task]:
-    """Copies of `tasks` whose `meta["source"]` says where they came from (the scheduler mixes by it)."""
-    return [dataclasses.replace(t, meta={**t.meta, "source": source}) for t in tasks]
 
 
 REPLAY_WINDOW = 4
@@ -84,7 +79,7 @@ def replay_tasks(domains: Sequence[str], n: int, exclude: set[str],
         if n > 0:
             window = [t for t in train_suite(d, REPLAY_WINDOW * n + len(exclude)) if t.task_id not in exclude]
             order = sorted(range(len(window)), key=lambda i: (seen.get(window[i].task_id, 0), i))
-            out.extend(tagged([window[i] for i in sorted(order[:n])], "replay"))
+            out.extend(tagged([window[i] for i in sorted(order[:n])], REPLAY))
     return out
 
 
@@ -101,7 +96,7 @@ def mined_pool(warehouse: Path | None, domains: Sequence[str]) -> list[Task]:
         if "verifiers" in tables:
             valid = {r[0] for r in con.execute("SELECT task_id FROM verifiers WHERE valid").fetchall()}
             tasks = [t for t in tasks if t.task_id in valid]
-        return tagged(tasks, "pool")
+        return tagged(tasks, POOL)
     finally:
         con.close()
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.base import Task
+from flywheel.tasks.sources import GIVEN, POOL, REPLAY, source_of
 from flywheel.train.grpo.loss import groups_with_signal
 
 
@@ -70,17 +71,12 @@ def pool_failure_weights(tasks: Sequence[Task], weights: Mapping[str, float], fl
     `weights` unchanged."""
     counts: dict[str, int] = {}
     for t in tasks:
-        if source_of(t) == "pool" and weights.get(t.domain, 0) > 0:
+        if source_of(t) == POOL and weights.get(t.domain, 0) > 0:
             counts[t.domain] = counts.get(t.domain, 0) + 1
     total, wsum = sum(counts.values()), sum(w for w in weights.values() if w > 0)
     if not total or wsum <= 0:
         return dict(weights)
     return {d: max(counts.get(d, 0) / total, floor * w / wsum) for d, w in weights.items() if w > 0}
-
-
-def source_of(task: Task) -> str:
-    """Where a task came from: `pool` (mined), `replay` (a train suite), `given` (handed in untagged)."""
-    return str((task.meta or {}).get("source", "given"))
 
 
 class TaskScheduler:
@@ -176,7 +172,7 @@ class TaskScheduler:
         """`tasks/<source>` (distinct tasks sampled) and `samples/<source>` (responses) so far."""
         out: dict[str, int] = {}
         for task_id, n in self.attempts.items():
-            src = self.source_of.get(task_id, "given")
+            src = self.source_of.get(task_id, GIVEN)
             out[f"tasks/{src}"] = out.get(f"tasks/{src}", 0) + 1
             out[f"samples/{src}"] = out.get(f"samples/{src}", 0) + n
         return out
@@ -202,8 +198,8 @@ class TaskScheduler:
         out: list[Task] = []
         for d in names:
             k = slots.count(d)
-            replay = [t for t in eligible[d] if self.source_of[t.task_id] == "replay"]
-            rest = [t for t in eligible[d] if self.source_of[t.task_id] != "replay"]
+            replay = [t for t in eligible[d] if self.source_of[t.task_id] == REPLAY]
+            rest = [t for t in eligible[d] if self.source_of[t.task_id] != REPLAY]
             if k and replay and rest:  # both sources left: each draw takes replay with probability replay_share
                 k_replay = sum(rng.random() < self.replay_share for _ in range(k))
                 out.extend(self._weighted_without_replacement(replay, k_replay, rng))

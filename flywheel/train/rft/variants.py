@@ -11,24 +11,24 @@ only) gets none.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import pyarrow as pa
 
 from flywheel.tasks.base import Task
+from flywheel.tasks.sources import POOL, VARIANT, source_of, tagged
 from flywheel.warehouse import scratch
 
-SOURCE = "variant"
+SOURCE = VARIANT
 """`meta["source"]` of a variant (the pool's own tasks are `pool`, the rest `replay`)."""
 
 
 def is_pool(task: Task) -> bool:
-    return (task.meta or {}).get("source") == "pool"
+    return source_of(task) == POOL
 
 
 def is_variant(task: Task) -> bool:
-    return (task.meta or {}).get("source") == SOURCE
+    return source_of(task) == VARIANT
 
 
 def draw_variants(pool: Sequence[Task], n: int, seed: int) -> list[Task]:
@@ -46,7 +46,7 @@ def draw_variants(pool: Sequence[Task], n: int, seed: int) -> list[Task]:
         for v in (fn(t, n, seed) if fn else []):
             if v.task_id not in seen:
                 seen.add(v.task_id)
-                out.append(dataclasses.replace(v, meta={**v.meta, "source": SOURCE, "variant_of": t.task_id}))
+                out.extend(tagged([v], VARIANT, variant_of=t.task_id))
     return decontaminated(out)
 
 

@@ -11,10 +11,11 @@ import pytest
 from flywheel.mining.pool import TASK_POOL_COLUMNS
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.base import Task
+from flywheel.tasks.sources import tagged
 from flywheel.tasks.suites import DOMAINS, heldout_suite, is_heldout_prompt, train_suite
 from flywheel.train.api import train_policy
 from flywheel.train.common.difficulty import history_pass_rates, record_difficulty, training_model_name
-from flywheel.train.common.taskset import build_task_set, replay_tasks, tagged
+from flywheel.train.common.taskset import build_task_set, replay_tasks
 from flywheel.train.common.telemetry import Telemetry
 from flywheel.train.config import TrainConfig
 from flywheel.train.grpo.scheduler import Group, TaskScheduler

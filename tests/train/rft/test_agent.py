@@ -31,8 +31,8 @@ def test_passing_agent_trajectories_are_kept():
 
 
 def test_pool_first_takes_every_mined_task_before_replay():
+    from flywheel.tasks.sources import tagged
     from flywheel.tasks.suites import train_suite
-    from flywheel.train.common.taskset import tagged
 
     pool, replay = tagged(train_suite("math", 30)[:10], "pool"), tagged(train_suite("math", 300)[30:], "replay")
     tasks = replay[:50] + pool + replay[50:]
