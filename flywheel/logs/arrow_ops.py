@@ -26,12 +26,11 @@ KEY_PREFILTER = R.prefilter_regex("id") + r"|\\"
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str, **tables: pa.Table) -> pa.Table:
-    """Run `sql` on `con` with the Arrow `tables` registered under their keyword names; the result in
-    chunks of `SCAN_CHUNK` rows (one buffer per column for a whole batch would be grown by copying)."""
+    """Run `sql` on `con` with the Arrow `tables` registered under their keyword names."""
     for name, t in tables.items():
         con.register(name, t)
     try:
-        return con.sql(sql).to_arrow_table(SCAN_CHUNK)
+        return con.sql(sql).to_arrow_table()
     finally:
         for name in tables:
             con.unregister(name)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from flywheel.logs.arrow_ops import pieces
@@ -24,19 +25,19 @@ Parts = list[tuple[Path, Path]]
 
 def by_day(table: pa.Table) -> list[tuple[dt.date, pa.Table]]:
     """`table`'s rows grouped by `log_date`, each day's rows in their batch order: zero-copy slices when
-    the days already come in runs (one day, or logs written in time order); otherwise the rows are put
-    in day order by one stable sort and one `take` (as costly as one filter per day, measured on 30 days)."""
+    the days come in runs (one day, or logs written in time order), else one filter per day (one sort
+    and `take` measured no faster and held the batch twice)."""
     days = table["log_date"]
     codes = (days.combine_chunks() if isinstance(days, pa.ChunkedArray) else days).cast(pa.int32())
     codes = codes.to_numpy(zero_copy_only=False)
     if not len(codes):
         return []
-    if (codes[1:] < codes[:-1]).any():
-        order = np.argsort(codes, kind="stable")
-        table, codes = table.combine_chunks().take(pa.array(order)), codes[order]
     cuts = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    if len(np.unique(codes[np.concatenate([[0], cuts])])) < len(cuts) + 1:  # a day comes back: not in runs
+        return [(day, table.filter(pc.equal(days, pa.scalar(day, pa.date32()))))
+                for day in pc.unique(days).sort().to_pylist()]
     starts, ends = np.concatenate([[0], cuts]), np.concatenate([cuts, [len(codes)]])
-    first = table["log_date"].take(pa.array(starts)).to_pylist()
+    first = days.take(pa.array(starts)).to_pylist()
     return [(day, table.slice(a, b - a)) for day, a, b in zip(first, starts.tolist(), ends.tolist(), strict=True)]
 
 
