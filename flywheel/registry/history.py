@@ -106,7 +106,9 @@ def history_png(records: list[TurnRecord]) -> bytes:
     import matplotlib.pyplot as plt  # heavy: only a chart loads matplotlib
 
     domains = sorted({d for r in records for d in r.after if d != "overall"}) + ["overall"]
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    names = list(dict.fromkeys(d.rsplit("/", 1)[-1] for d in domains))  # a domain keeps its colour in every suite
+    colors = {n: f"C{i}" for i, n in enumerate(names)}
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=110)
     turns = list(range(0, len(records) + 1))
     moved = [i + 1 for i, r in enumerate(records) if r.promoted]
     undone = [i + 1 for i, r in enumerate(records) if r.rolled_back]
@@ -116,7 +118,9 @@ def history_png(records: list[TurnRecord]) -> bytes:
         for r in records:
             value = r.after.get(d, value) if r.promoted else r.before.get(d, value)
             served.append(value)
-        line, = ax.plot(turns, served, marker="o", fillstyle="none", lw=2.2 if d == "overall" else 1.2, label=d)
+        name = d.rsplit("/", 1)[-1]
+        line, = ax.plot(turns, served, marker="o", fillstyle="none", lw=2.2 if name == "overall" else 1.2, label=d,
+                        color=colors[name], ls="--" if "/" in d else "-")  # dashed: another suite (production)
         ax.plot(moved, [served[i] for i in moved], "o", color=line.get_color())
         ax.plot(undone, [served[i] for i in undone], "x", ms=10, color=line.get_color())
     ax.set_xlabel("turn (0 = base model)")
@@ -124,10 +128,9 @@ def history_png(records: list[TurnRecord]) -> bytes:
     ax.set_xticks(turns)
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=len(domains))
-    ax.set_title("champion served after each turn (filled: promoted that turn; x: rolled back later)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title("champion served after each turn\n(filled: promoted that turn; x: rolled back later)", fontsize=9)
     buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", bbox_inches="tight")  # the legend beside the axes stays in the picture
     plt.close(fig)
     return buf.getvalue()
