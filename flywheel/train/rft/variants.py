@@ -19,9 +19,6 @@ from flywheel.tasks.base import Task
 from flywheel.tasks.sources import POOL, VARIANT, source_of, tagged
 from flywheel.warehouse import scratch
 
-SOURCE = VARIANT
-"""`meta["source"]` of a variant (the pool's own tasks are `pool`, the rest `replay`)."""
-
 
 def is_pool(task: Task) -> bool:
     return source_of(task) == POOL
