@@ -116,7 +116,7 @@ TINY_TURN = {
     # a gate that lets any candidate through, so the turn reaches its canary
     "deployed_model": {"margin": -1.0, "non_inferiority": 1.0, "non_inferiority_max": 1.0},
     # the champion passes ~4% of live requests (a tenth of the math), the bad candidate ~0.6% (digits by chance)
-    "canary": {"min_pairs": 3000, "serve_max_new_tokens": 64, "serve_max_steps": 2},
+    "canary": {"min_pairs": 1000, "serve_max_new_tokens": 64, "serve_max_steps": 2},
 }
 
 
@@ -142,7 +142,7 @@ def test_a_turn_whose_candidate_passes_the_offline_gate_but_loses_its_canary_kee
         flywheel_home, turn_instance, seed_mlflow_db, math_champion, random_tiny, capsys):
     """`flywheel turn --json` end to end (~1 min): a deliberately bad candidate (trained from a new base model
     release that is untrained, while the champion does some math) passes a gate that lets anything
-    through, becomes the challenger, shadows the champion on 3,000 further requests of the day through the
+    through, becomes the challenger, shadows the champion on 1,000 further requests of the day through the
     rollout engine, is shown to lose there and is not promoted; the decision, eval beside live and the history
     say so."""
     from flywheel.cli import main
@@ -161,11 +161,11 @@ def test_a_turn_whose_candidate_passes_the_offline_gate_but_loses_its_canary_kee
     assert out["gate"]["passed"] and "passed the offline gate" in out["gate"]["reason"]
     canary_said = out["canary"]
     print("canary:", canary_said["reason"])
-    assert canary_said["n"] == 3000 and not canary_said["passed"], canary_said
+    assert canary_said["n"] == 1000 and not canary_said["passed"], canary_said
     assert canary_said["champion_rate"] > canary_said["candidate_rate"] and canary_said["hi"] < 0
     assert out["promoted"] is False and out["reason"].startswith("kept") and "loses on live traffic" in out["reason"]
     overall = out["eval_vs_live"][-1]
-    assert overall["domain"] == "overall" and overall["live_pairs"] == 3000 and overall["live_diff"] < 0
+    assert overall["domain"] == "overall" and overall["live_pairs"] == 1000 and overall["live_diff"] < 0
     reg = Registry(flywheel_home.mlflow_uri)
     assert reg.challenger() is None and out["champion_after"] == reg.champion().uri == "flywheel-policy:1"
     assert out["history"][-1]["canary"].startswith("failed")
