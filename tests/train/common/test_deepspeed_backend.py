@@ -28,12 +28,11 @@ def _run(backend, policy_dir, home, score_fn, device="cpu"):
 
 
 def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, digit_reward, monkeypatch, tmp_path):
-    from pathlib import Path
-
-    # the CPU accelerator JIT-builds a small comm op once; a stable dir makes later runs reuse it
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "flywheel" / "torch_extensions"))
+    # one process builds no op: the CPU comm backend's shared-memory all-reduce (a ~1 min JIT compile) is skipped
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "torch_extensions"))
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")
     ds = _run("deepspeed", policy_dir, flywheel_home, digit_reward)
+    assert not (tmp_path / "torch_extensions").exists()
     ref = _run("torch", policy_dir, flywheel_home, digit_reward)
     assert ds.finished and ds.history[0]["groups/kept"] > 0
     a, b = ds.model.state_dict(), ref.model.state_dict()
@@ -48,13 +47,11 @@ def test_rft_fine_tunes_through_deepspeed_with_the_torch_backends_losses(policy_
                                                                        tmp_path):
     """`--backend deepspeed` reaches RFT: its fine-tuning builds a DeepSpeed engine (the real one, counted on the
     way in) and, in one CPU process, takes the torch backend's steps (the same losses; weights a rounding apart)."""
-    from pathlib import Path
-
     from flywheel.rollout.checkpoint import load_model
     from flywheel.train.rft.config import RftConfig
     from flywheel.train.rft.run import run_rft
 
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "flywheel" / "torch_extensions"))
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "torch_extensions"))
     monkeypatch.setenv("DS_ACCELERATOR", "cpu")
     import deepspeed
 
