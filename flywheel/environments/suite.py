@@ -30,9 +30,6 @@ from flywheel.environments.base import (
 from flywheel.environments.task import Task
 from flywheel.environments.verdict import Verdict
 
-_DRAWS_KEPT = 64
-"""Suite draws an environment remembers (oldest dropped first): a turn asks a handful."""
-
 TEST_SEED = 77_000
 """The frozen test suite's seed: no other suite or training draw uses it."""
 
@@ -43,8 +40,6 @@ class SuiteEnvironment(BaseEnvironment):
     `verifiers`: where the verifier comes from (anything with `get(domain)`, e.g. a `VerifierRegistry`
     sharing a sandbox pool); None: the environment builds its own on first use (`make_verifier(None)`).
     Subclasses set `name`, `levels_`, `heldout_tasks`, and implement `suite`, `make_verifier`, `probes`.
-    `suite` must be prefix-stable (a larger `n` only adds tasks after the same ones): `tasks` serves a
-    smaller draw as a prefix of a larger one it already made.
     """
 
     family = "builtin"
@@ -59,7 +54,6 @@ class SuiteEnvironment(BaseEnvironment):
         self._reg = verifiers
         self._own: Any = None
         self._lock = threading.Lock()
-        self._drawn: dict[tuple[str, int, int | None], tuple[int, tuple[Task, ...]]] = {}
 
     @property
     def version(self) -> str:  # type: ignore[override]
@@ -139,21 +133,9 @@ class SuiteEnvironment(BaseEnvironment):
         return list(out.values())[:n]
 
     def tasks(self, domain: str, split: str, n: int, seed: int, level: int | None = None) -> list[Task]:
-        """`n` tasks of `split`, remembered per (split, seed, level): a turn asks the same suite many times
-        (replay, decontamination, the gate's training prompts), and a draw larger than the split (the code
-        suite has ~1,500 train tasks) searches its whole space each time it is asked (~7 s)."""
         self._check(domain, split, level)
-        key = (split, seed, level)
-        with self._lock:
-            asked, drawn = self._drawn.get(key, (0, ()))
-        if n > asked and len(drawn) == asked:  # not drawn this far yet, nor known to be the whole split
-            want = split == "heldout"
-            drawn = tuple(self.suite(n, seed, level, lambda t: is_heldout(t.prompt) == want))
-            with self._lock:
-                if len(self._drawn) >= _DRAWS_KEPT and key not in self._drawn:
-                    self._drawn.pop(next(iter(self._drawn)))
-                self._drawn[key] = (n, drawn)
-        return list(drawn[:n])
+        want = split == "heldout"
+        return self.suite(n, seed, level, lambda t: is_heldout(t.prompt) == want)
 
     def suite(self, n: int, seed: int, level: int | None, keep: Callable[[Task], bool]) -> list[Task]:
         raise NotImplementedError
