@@ -78,7 +78,7 @@ class DeepSpeedBackend:
         self.device = torch.device(device if device != "cuda" else f"cuda:{int(os.environ['LOCAL_RANK'])}")
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        if self.device.type == "cpu" and int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        if self.device.type == "cpu" and int(os.environ["WORLD_SIZE"]) == 1:  # set by prepare_single_process_env
             # its CPU comm backend JIT-compiles a shared-memory all-reduce op (~1 min on 2 cores, once per
             # machine) that only inference all-reduces across processes use: one process never does
             deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
