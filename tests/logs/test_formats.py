@@ -253,6 +253,27 @@ def test_parquet_messages_are_checked_too(rec, tmp_path, wh):
     assert q[3][1] == "messages[0].content" and "Parquet content parts are not normalised" in q[3][2]
 
 
+def test_parquet_message_contents_screened_on_the_text_are_judged_exactly(rec, tmp_path, wh):
+    """Content types are screened on the text (`CONTENT_NOT_STRING_RE`), not parsed: whitespace, an escaped
+    key, a nested or quoted `"content":` must neither hide a bad content nor quarantine a good one."""
+    texts = ['[{"role":"user","content" :\n 5}]',  # bad: whitespace around the colon
+             '[{"role":"user","c\\u006fntent":{"a":1}}]',  # bad: the key spelt with an escape
+             '[{"role":"user","content":"x"},{"role":"tool","content":\ttrue}]',  # bad: the second message
+             '[{"role":"assistant","content":"x","meta":{"content":5}}]',  # good: a nested object's content
+             '[{"role":"user","content":"a \\"content\\": 5"}]',  # good: the words inside a string
+             '[{"role":"us\\u0065r","c\\u006fntent":"ok"}]',  # good: escaped role and key, string content
+             '[ { "role" : "user" , "content" : null } ]']  # good
+    rows = [{**rec(i), "messages": m, "outcome": "{}", "reference": None} for i, m in enumerate(texts)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "a.parquet")
+    r = ingest(tmp_path / "a.parquet", wh)
+    assert (r.ingested, r.quarantined) == (4, 3)
+    q = _quarantine(wh)
+    assert {n: (k, f) for n, (k, f, _) in q.items()} == {
+        1: ("bad_message", "messages[0].content"), 2: ("bad_message", "messages[0].content"),
+        3: ("bad_message", "messages[1].content")}
+    assert "got number 5" in q[1][2] and "got object" in q[2][2] and "got boolean true" in q[3][2]
+
+
 def test_mined_prompts_and_responses_hold_text_not_parts(rec, write_jsonl, tmp_path, wh):
     """Content parts logged by the OpenAI SDK reach mining as text: the task pool's prompt and the
     failure's response are the text parts, never JSON."""
