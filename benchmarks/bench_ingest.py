@@ -1,7 +1,8 @@
 """Ingest throughput on realistic logs against DuckDB copying the same files, and against an earlier revision.
 
 The rows are bench_mining's (`_mining_data.py`: the demo traffic's tracebacks and tool-call
-conversations, ~1,000 bytes of JSON text per row), or `--data uniform` for the compact synthetic rows
+conversations, ~1,000 bytes of JSON text per row, each row distinct; `--data tiled` repeats the
+templates' texts exactly, as before 2026-12-06), or `--data uniform` for the compact synthetic rows
 of `flywheel.logs.synthetic` (~0.5% of them carry a secret). Each ingest runs in a fresh process (its
 peak RSS is its own); with `--baseline REV` the same files are ingested by that revision's
 `flywheel` (extracted with `git archive`) in the same run, so a regression shows up side by side.
@@ -100,8 +101,8 @@ def generate(data: str, fmt: str, folder: Path, rows: int, seed: int, threads: i
 
     from flywheel.logs.synthetic import generate_parquet_logs
 
-    if data == "realistic":
-        generate_parquet(folder, rows, seed)
+    if data in ("realistic", "tiled"):
+        generate_parquet(folder, rows, seed, tiled=data == "tiled")
     else:
         generate_parquet_logs(folder / "part-0000.parquet", rows, seed)
     if fmt == "jsonl":  # JSON columns nested, as a production logger writes them
@@ -261,7 +262,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2, help="DuckDB threads of the floors (the target is for 2 cores)")
-    ap.add_argument("--data", choices=["realistic", "uniform"], default="realistic", help="the rows (see above)")
+    ap.add_argument("--data", choices=["realistic", "tiled", "uniform"], default="realistic",
+                    help="the rows (see above; tiled: realistic rows whose texts repeat exactly)")
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet", help="the input logs' format")
     ap.add_argument("--baseline", metavar="REV", help="also ingest the same files with this git revision's flywheel")
     ap.add_argument("--memory", action="store_true", help="memory of a large JSON array and gzip bombs (see above)")

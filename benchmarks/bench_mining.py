@@ -3,7 +3,8 @@
 1. Generates `--rows` SIMULATED log rows as Parquet (`_mining_data.py`): a few tens of thousands
    of realistic records from the demo traffic generator (`flywheel.world.traffic`, real tracebacks
    and tool-call conversations) tiled to the requested size with fresh ids and timestamps spread
-   over 30 days.
+   over 30 days; each row then made distinct
+   (`--tiled` keeps the exact repeats).
 2. In a fresh subprocess per 1M-row file (so its peak RSS is its own): `flywheel.logs.ingest` into a
    DuckDB file; then, in others, `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty
    history, decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _floors import TEXT_COLS, checks_floor_s, connection, copy_floor_s, parquet_relation, prefilter_sql  # noqa: E402
-from _mining_data import generate_parquet, parquet_rows  # noqa: E402
+from _mining_data import data_shape, generate_parquet, parquet_rows  # noqa: E402
 
 
 def _peak_rss_mib() -> float:
@@ -268,6 +269,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=None, help="keep files here (default: a temp folder)")
     ap.add_argument("--reuse", action="store_true", help="reuse workdir/logs/*.parquet if they hold --rows rows")
+    ap.add_argument("--tiled", action="store_true",
+                    help="repeat the templates' texts exactly (the data before 2026-12-06; see _mining_data.py)")
     ap.add_argument("--worker", choices=["ingest", "flywheel", "pandas", "floor", "copy"], help=argparse.SUPPRESS)
     ap.add_argument("--parquet", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -295,10 +298,11 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         parquet = work / "logs"
         t0 = time.perf_counter()
-        if a.reuse and parquet.exists() and parquet_rows(parquet) == a.rows:
+        shape = "tiled" if a.tiled else "distinct"
+        if a.reuse and parquet.exists() and parquet_rows(parquet) == a.rows and data_shape(parquet) == shape:
             print(f"reusing {parquet} ({a.rows:,} rows)")
         else:
-            generate_parquet(parquet, a.rows, a.seed)
+            generate_parquet(parquet, a.rows, a.seed, tiled=a.tiled)
             size = sum(f.stat().st_size for f in parquet.glob("*.parquet")) / 2**20
             print(f"generated {a.rows:,} rows ({size:.0f} MiB Parquet) in {time.perf_counter() - t0:.1f}s")
         shutil.rmtree(work / "warehouse_data", ignore_errors=True)
@@ -392,7 +396,7 @@ def main(argv: list[str] | None = None) -> dict:
     print("load average (1 min) after each step: " + ", ".join(f"{k} {v:.1f}" for k, v in loads.items()))
     print(f"agreement: {len(fw['stats']):,} (task, model) pass rates and {len(fw['taxonomy'])} taxonomy cells identical")
     result = {
-        "rows": a.rows, "threads": a.threads,
+        "rows": a.rows, "rows_shape": shape, "threads": a.threads,
         "ingest_rows_per_s": round(ingest_rps), "ingest_s": round(fw["ingest_s"], 2),
         "copy_floor_rows_per_s": round(copy_rps), "ingest_vs_copy_floor": round(ingest_rps / copy_rps, 2),
         "ingest_vs_copy_floor_cpu": round(floor["copy_cpu_s"] / fw["ingest_cpu_s"], 2),
