@@ -45,7 +45,8 @@ def make_templates(n: int, seed: int) -> pa.Table:
 
 def distinct_rows(t: pa.Table) -> pa.Table:
     """`t` with each row's messages and outcome made its own: a system line naming the request (its `id`)
-    before the conversation, and the request id as the outcome's first field. Mining reads neither."""
+    before the conversation, and the request id as the outcome's first field. Mining's results do not
+    change (measured: the same failures, taxonomy and pool as the tiled rows)."""
     ids = t["id"]
     msgs, outc = t["messages"], t["outcome"]
     sys_line = pc.binary_join_element_wise('{"role": "system", "content": "request ', ids, '"}', "")
