@@ -63,6 +63,11 @@ SHAPE_FILE = ".shape"
 """Names the rows' shape (`distinct` or `tiled`) in the data folder, so a reused folder is the shape asked."""
 
 
+def shape_name(tiled: bool) -> str:
+    """What `SHAPE_FILE` holds for rows generated with `tiled`."""
+    return "tiled" if tiled else "distinct"
+
+
 def data_shape(folder: Path) -> str | None:
     """The shape `generate_parquet` wrote into `folder`, or None."""
     f = folder / SHAPE_FILE
@@ -106,7 +111,7 @@ def generate_parquet(folder: Path, rows: int, seed: int, n_templates: int = 24_0
     finally:
         if writer is not None:
             writer.close()
-    (folder / SHAPE_FILE).write_text("tiled" if tiled else "distinct")
+    (folder / SHAPE_FILE).write_text(shape_name(tiled))
     return folder
 
 

@@ -3,8 +3,7 @@
 1. Generates `--rows` SIMULATED log rows as Parquet (`_mining_data.py`): a few tens of thousands
    of realistic records from the demo traffic generator (`flywheel.world.traffic`, real tracebacks
    and tool-call conversations) tiled to the requested size with fresh ids and timestamps spread
-   over 30 days; each row then made distinct
-   (`--tiled` keeps the exact repeats).
+   over 30 days, each row then made distinct (`--tiled` keeps the exact repeats).
 2. In a fresh subprocess per 1M-row file (so its peak RSS is its own): `flywheel.logs.ingest` into a
    DuckDB file; then, in others, `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty
    history, decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
@@ -45,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _floors import TEXT_COLS, checks_floor_s, connection, copy_floor_s, parquet_relation, prefilter_sql  # noqa: E402
-from _mining_data import data_shape, generate_parquet, parquet_rows  # noqa: E402
+from _mining_data import data_shape, generate_parquet, parquet_rows, shape_name  # noqa: E402
 
 
 def _peak_rss_mib() -> float:
@@ -298,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         parquet = work / "logs"
         t0 = time.perf_counter()
-        shape = "tiled" if a.tiled else "distinct"
+        shape = shape_name(a.tiled)
         if a.reuse and parquet.exists() and parquet_rows(parquet) == a.rows and data_shape(parquet) == shape:
             print(f"reusing {parquet} ({a.rows:,} rows)")
         else:

@@ -254,8 +254,8 @@ def test_parquet_messages_are_checked_too(rec, tmp_path, wh):
 
 
 def test_parquet_message_contents_screened_on_the_text_are_judged_exactly(rec, tmp_path, wh):
-    """Content types are screened on the text (`CONTENT_NOT_STRING_RE`), not parsed: whitespace, an escaped
-    key, a nested or quoted `"content":` must neither hide a bad content nor quarantine a good one."""
+    """Whitespace, an escaped key, a nested or quoted `"content":` neither hide a bad content nor quarantine a
+    good one: the guard any cheaper screen of contents on the text (tried, docs/ingest.md) must keep passing."""
     texts = ['[{"role":"user","content" :\n 5}]',  # bad: whitespace around the colon
              '[{"role":"user","c\\u006fntent":{"a":1}}]',  # bad: the key spelt with an escape
              '[{"role":"user","content":"x"},{"role":"tool","content":\ttrue}]',  # bad: the second message
