@@ -1,9 +1,9 @@
 """Failure mining over `task_logs`: pass rates, the failure taxonomy, difficulty history.
 
-Everything is set-based DuckDB SQL over the warehouse, three scans of `task_logs`: one parses every
+Everything is set-based DuckDB SQL over the warehouse, two scans of `task_logs`: one parses every
 outcome for attempts/passes per (task, model, day) and the distinct error texts of the failing
-records; one parses each distinct conversation; one streams the failing records into
-`failure_cases`, looking the per-distinct results up. The rest works on their small results.
+records; one streams the failing records into `failure_cases`, parsing their conversations and
+looking the per-distinct error results up. The rest works on their small results.
 Tables written (replaced each run unless noted):
 
 - `task_stats(task_id, domain, model, attempts, passes, pass_rate, first_seen, last_seen, last_id, cost_usd,
@@ -31,11 +31,9 @@ import duckdb
 
 from flywheel.mining.config import MiningConfig
 from flywheel.mining.taxonomy import (
-    CODE_RE,
     FAILURE_TYPES,
     FORMAT_ERROR_RE,
     INVALID_TOOL_RE,
-    MATH_ANSWER_RE,
     MAX_TEXT_CHARS,
     REFUSAL_MAX_CHARS,
     REFUSAL_RE,
@@ -43,6 +41,7 @@ from flywheel.mining.taxonomy import (
     _sql_str,
     sql_exception_type_of_line,
     sql_last_line,
+    sql_missing_answer,
     sql_signature,
 )
 from flywheel.tracebacks import WRONG_ANSWER_EXCEPTION
@@ -151,74 +150,66 @@ def errors_sql() -> str:
               FROM _mining_groups WHERE by_error = 0)"""
 
 
-def conversations_sql() -> str:
-    """`_mining_conversations`: once per distinct conversation text (every record's: no outcome parse), the
-    assistant reply (as stored: cut to `MAX_TEXT_CHARS`; the regexes read all of it), its tool-call count and
-    the taxonomy's reply regexes."""
-    return f"""
-        CREATE OR REPLACE TEMP TABLE _mining_conversations AS
-        SELECT messages, left(response, {MAX_TEXT_CHARS}) AS response, n_tool_calls,
-               n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
-                   AND regexp_matches(r, {_sql_str(REFUSAL_RE)}) AS refusal_reply,
-               regexp_matches(r, {_sql_str(MATH_ANSWER_RE)}) AS math_answer,
-               regexp_matches(r, {_sql_str(CODE_RE)}) AS code_answer,
-               contains(r, '<tool_call>') AS text_tool_call
-        FROM (SELECT *, coalesce(response, '') AS r FROM (
-            SELECT messages,
-                   array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
-                   coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
-                       AS n_tool_calls
-            FROM (SELECT messages, list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
-                  FROM (SELECT DISTINCT messages FROM task_logs))
-        ))"""
-
-
 def failure_cases_sql() -> str:
-    """The `failure_cases` statement: one streaming scan of `task_logs`, nothing per row but lookups.
+    """The `failure_cases` statement: one streaming scan of `task_logs`, the per-row work on failing records only.
 
     Every failing record's class is a function of its domain, outcome fields, error text and
-    assistant reply. Errors and conversations repeat massively (the same bug, the same refusal,
-    the same prompt served many times), so JSON parsing of conversations and every regular
-    expression run once per DISTINCT conversation / error text (`_mining_conversations`,
-    `_mining_errors`, small tables) and the failing records look them up by the text itself (an
-    exact join, no hashing shortcuts). Per row only the outcome's fields are extracted, in one
-    JSON parse, and nothing is materialized between the scan and the table written (keeping the
-    failing records in between spilled ~340 MB at 5M rows under a 1 GB memory limit).
+    assistant reply. Per row the outcome's fields are extracted in one JSON parse; a failing
+    record's conversation is parsed once more for its assistant reply and tool-call count, and
+    the reply regexes run only where a rule reads them (the refusal regex on short replies
+    without tool calls, the answer-form regexes on their domain's records). Error texts repeat
+    (the same bug, the same timeout), so their regexes and signature run once per DISTINCT error
+    text (`_mining_errors`) and records look them up by the text itself (an exact join).
+    Conversations rarely repeat in real logs, so they are not deduplicated: a DISTINCT over the
+    conversation text and a join on it cost 24 s at 5M distinct rows, this inline parse 6 s.
+    Nothing is materialized between the scan and the table written (keeping the failing records
+    in between spilled ~340 MB at 5M rows under a 1 GB memory limit).
 
     Run it with the `filter_pushdown` optimizer off (`mine_failures` does): pushed down, the WHERE
     over `o` would be rewritten into one JSON parse per reference to `o`.
     """
+    wrong = _sql_str(WRONG_ANSWER_EXCEPTION)
     return f"""
         CREATE OR REPLACE TABLE failure_cases AS
         WITH f AS (
             SELECT id, timestamp, log_date, task_id, domain, model, lower(o[2]) AS status, o[3] AS error,
-                   TRY_CAST(o[4] AS BIGINT) AS tests_run, TRY_CAST(o[5] AS BIGINT) AS tests_passed, messages
+                   TRY_CAST(o[4] AS BIGINT) AS tests_run, TRY_CAST(o[5] AS BIGINT) AS tests_passed,
+                   list_filter(from_json(messages, '{_MSG_SCHEMA}'), lambda x: x.role = 'assistant') AS am
             FROM ({_outcomes_sql(("$.error", "$.tests.run", "$.tests.passed"), "messages,")}) WHERE NOT {_PASSED}
+        ), fr AS (
+            SELECT * EXCLUDE (am),
+                   array_to_string(list_transform(am, lambda x: coalesce(x.content, '')), E'\\n') AS response,
+                   coalesce(list_sum(list_transform(am, lambda x: coalesce(json_array_length(x.tool_calls), 0))), 0)
+                       AS n_tool_calls
+            FROM f
         ), c AS (
-            SELECT f.* EXCLUDE (messages, error), dm.response, dm.n_tool_calls, de.error_line, de.exception_type,
+            SELECT fr.* EXCLUDE (error), coalesce(fr.response, '') AS r, de.error_line, de.exception_type,
                    de.signature AS error_signature, de.signature_hash AS error_signature_hash,
-                   -- `taxonomy.sql_failure_type` (same rules, same order) over the per-distinct flags
+                   de.timeout_error, de.invalid_tool_error, de.format_error
+            FROM fr LEFT JOIN _mining_errors de ON fr.error = de.error
+        ), k AS (
+            SELECT *,
+                   -- `taxonomy.sql_failure_type` (same rules, same order) with the error's flags looked up;
+                   -- CASE evaluates a regex only for the rows that reach it
                    CASE
-                     WHEN coalesce(f.status, '') = 'refused' OR dm.refusal_reply THEN 'refused'
-                     WHEN coalesce(f.status, '') = 'timeout' OR coalesce(de.timeout_error, false) THEN 'timeout'
-                     WHEN coalesce(f.status, '') = 'invalid_tool_call' OR coalesce(de.invalid_tool_error, false)
+                     WHEN coalesce(status, '') = 'refused' OR (n_tool_calls = 0 AND length(r) <= {REFUSAL_MAX_CHARS}
+                         AND regexp_matches(r, {_sql_str(REFUSAL_RE)})) THEN 'refused'
+                     WHEN coalesce(status, '') = 'timeout' OR coalesce(timeout_error, false) THEN 'timeout'
+                     WHEN coalesce(status, '') = 'invalid_tool_call' OR coalesce(invalid_tool_error, false)
                          THEN 'invalid_tool_call'
-                     WHEN coalesce(f.status, '') = 'error' OR coalesce(de.exception_type, {_sql_str(WRONG_ANSWER_EXCEPTION)}) <> {_sql_str(WRONG_ANSWER_EXCEPTION)}
+                     WHEN coalesce(status, '') = 'error' OR coalesce(exception_type, {wrong}) <> {wrong}
                          THEN 'runtime_error'
-                     WHEN coalesce(f.status, '') = 'format_error' OR coalesce(de.format_error, false)
-                       OR (f.domain = 'math' AND NOT dm.math_answer)
-                       OR (f.domain = 'code' AND NOT dm.code_answer)
-                       OR (f.domain = 'agent' AND dm.n_tool_calls = 0 AND NOT dm.text_tool_call) THEN 'format_error'
+                     WHEN coalesce(status, '') = 'format_error' OR coalesce(format_error, false)
+                       OR {sql_missing_answer("domain", "r", "n_tool_calls")} THEN 'format_error'
                      ELSE 'wrong_answer' END AS failure_type
-            FROM f LEFT JOIN _mining_conversations dm ON f.messages IS NOT DISTINCT FROM dm.messages
-                   LEFT JOIN _mining_errors de ON f.error = de.error
+            FROM c
         )
         SELECT id, timestamp, log_date, task_id, domain, model, failure_type, status, exception_type,
                CASE WHEN failure_type = 'runtime_error' THEN error_signature END AS signature,
                CASE WHEN failure_type = 'runtime_error' THEN error_signature_hash END AS signature_hash,
                tests_run, tests_passed, n_tool_calls,
-               error_line, response
-        FROM c
+               error_line, left(response, {MAX_TEXT_CHARS}) AS response
+        FROM k
     """
 
 
@@ -256,7 +247,6 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
     """)
     con.execute("ALTER TABLE task_stats DROP COLUMN _cost_total")
     run("errors", errors_sql())
-    run("conversations", conversations_sql())
     con.execute("DROP TABLE IF EXISTS _mining_groups")
     # FSST compression analysis of 2.4M short texts costs ~15% of this step; dictionary/RLE still apply.
     # filter_pushdown off: see failure_cases_sql
@@ -271,7 +261,7 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
         for k, old in saved.items():
             if old is not None:
                 con.execute(f"SET {k} = " + _sql_str(old))
-        con.execute("DROP TABLE IF EXISTS _mining_errors; DROP TABLE IF EXISTS _mining_conversations")
+        con.execute("DROP TABLE IF EXISTS _mining_errors")
     run("failure_summary", """
         CREATE OR REPLACE TABLE failure_summary AS
         SELECT domain, model, failure_type, count(*) AS n, count(DISTINCT task_id) AS tasks

@@ -27,8 +27,6 @@ import json
 import re
 from typing import Any
 
-from flywheel.environments.code.failures import CODE_RE as CODE_RE
-from flywheel.environments.math.failures import MATH_ANSWER_RE as MATH_ANSWER_RE
 from flywheel.environments.registry import default_environments
 from flywheel.tracebacks import EXC_TYPE_RE as EXC_TYPE_RE
 from flywheel.tracebacks import WRONG_ANSWER_EXCEPTION
@@ -39,8 +37,6 @@ FAILURE_TYPES: tuple[str, ...] = (
 )
 
 # One set of regular expressions for SQL (RE2) and Python (re): keep them in the common subset.
-# (MATH_ANSWER_RE and CODE_RE, the math and code environments' answer forms, are imported above for
-# `mining.failures`, which precomputes them per distinct response.)
 REFUSAL_RE = r"(?i)^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|i can not|i won't|i will not|as an ai)\b"
 REFUSAL_MAX_CHARS = 300
 TIMEOUT_RE = r"(?i)(\btimeout|timed out)"
