@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -19,3 +21,16 @@ def database_path(con: duckdb.DuckDBPyConnection) -> Path | None:
     rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     row = rows[0] if rows else None
     return Path(row[0]).resolve() if row and row[0] else None
+
+
+@contextmanager
+def session_settings(con: duckdb.DuckDBPyConnection, **values: str) -> Iterator[None]:
+    """`SET name = value` for each setting while the block runs, each restored to what it was after."""
+    saved = {k: con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0] for k in values}
+    try:
+        for k, v in values.items():
+            con.execute(f"SET {k} = {v}")
+        yield
+    finally:
+        for k, v in saved.items():
+            con.execute(f"SET {k} = " + ("'" + v.replace("'", "''") + "'" if isinstance(v, str) else str(v)))

@@ -270,3 +270,20 @@ def test_a_key_stored_by_one_batch_is_a_duplicate_in_the_next(tmp_path, wh):
     assert (rep.lines_read, rep.ingested, rep.duplicates, rep.quarantined) == (2012, 1000, 1012, 0)
     assert wh.sql("SELECT count(*), count(DISTINCT id) FROM task_logs").fetchall() == [(1000, 1000)]
     assert wh.sql("SELECT max(source_line) FROM task_logs").fetchall() == [(1000,)]
+
+
+def test_rows_are_stored_in_file_order_and_the_session_setting_is_restored(tmp_path, wh):
+    """The warehouse session lets DuckDB reorder results (`preserve_insertion_order = false`, for memory on
+    bulk loads); ingest's batch queries keep the file's order while it runs, so two threads scanning a
+    batch's row groups never interleave rows: the same file gives the same part files, and a batch's days
+    stay in runs. The session's own setting is back afterwards."""
+    from flywheel.logs.synthetic import synthetic_table
+
+    pq.write_table(synthetic_table(0, 200_000, 3), tmp_path / "big.parquet", row_group_size=10_000)
+    wh.execute("SET threads = 2")
+    rep = ingest(tmp_path / "big.parquet", wh, options=IngestOptions(parquet_batch_rows=100_000))
+    assert rep.ingested == 200_000
+    for f in task_logs_dir(wh).rglob("part-*.parquet"):
+        lines = pq.read_table(f, columns=["source_line"])["source_line"].to_numpy()
+        assert (lines[1:] > lines[:-1]).all(), f"{f.name}: rows out of file order"
+    assert wh.execute("SELECT current_setting('preserve_insertion_order')").fetchall() == [(False,)]

@@ -12,3 +12,19 @@ def test_a_scratch_connection_has_the_session_settings_and_no_tables():
         assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == 0
     finally:
         con.close()
+
+
+def test_session_settings_apply_in_the_block_and_are_restored_after_an_error(tmp_path):
+    import duckdb
+
+    from flywheel.warehouse.session import configure, session_settings
+
+    con = configure(duckdb.connect())
+    read = "SELECT current_setting('preserve_insertion_order'), current_setting('TimeZone')"
+    try:
+        with session_settings(con, preserve_insertion_order="true", TimeZone="'Asia/Tokyo'"):
+            assert con.execute(read).fetchall() == [(True, "Asia/Tokyo")]
+            raise RuntimeError("the block fails")
+    except RuntimeError:
+        pass
+    assert con.execute(read).fetchall() == [(False, "UTC")]
