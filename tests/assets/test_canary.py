@@ -111,7 +111,11 @@ TINY_TURN = {
     # the candidate is trained from the (bad) base model, not from the champion
     "rlvr_policy": {"stage": "rl", "steps": 2, "prompts_per_step": 4, "group_size": 4, "max_new_tokens": 24,
                     "checkpoint_every": 0, "init_from": "base"},
-    "eval_report": {"n_samples": 1, "tasks_math": 4, "tasks_code": 2, "tasks_agent": 2, "max_new_tokens": 48,
+    # no math in the offline evaluation: which of 4 math tasks the champion passes depends on the CPU's float
+    # kernels (2 of 4 on an AMD EPYC, against the candidate's 0, put the gate's lower bound at -1.000, which
+    # even the loosest gate fails); on code and agent both models are at ~0, so the candidate passes the
+    # gate and meets the champion's math live, where 1,000 requests decide
+    "eval_report": {"n_samples": 1, "tasks_math": 0, "tasks_code": 2, "tasks_agent": 2, "max_new_tokens": 48,
                     "max_steps": 3},
     # a gate that lets any candidate through, so the turn reaches its canary
     "deployed_model": {"margin": -1.0, "non_inferiority": 1.0, "non_inferiority_max": 1.0},
