@@ -90,7 +90,6 @@ DOMAIN_LITERALS_LEFT = {
     "flywheel/registry/gate_sim.py": "the gate simulation's measured per-domain pass rates",
     "flywheel/logs/schema.py": "KNOWN_DOMAINS of the log schema",
     "flywheel/logs/synthetic.py": "the ingest benchmark's synthetic records",
-    "flywheel/mining/failures.py": "the taxonomy's format rule, precomputed per distinct response",
 }
 """Files outside `flywheel/environments/` that still write a built-in domain as a string, and why. A domain's
 knowledge belongs to its environment (`flywheel/environments/<domain>/`): this list only shrinks."""

@@ -46,7 +46,7 @@ def test_deepspeed_step_on_cpu_matches_torch_backend(flywheel_home, policy_dir, 
 def test_rft_fine_tunes_through_deepspeed_with_the_torch_backends_losses(policy_dir, digit_reward, monkeypatch,
                                                                        tmp_path):
     """`--backend deepspeed` reaches RFT: its fine-tuning builds a DeepSpeed engine (the real one, counted on the
-    way in) and, in one CPU process, takes the torch backend's steps (the same losses; weights a rounding apart)."""
+    way in) and, in one CPU process, takes the torch backend's steps (the same losses and weights, a rounding apart)."""
     from flywheel.rollout.checkpoint import load_model
     from flywheel.train.rft.config import RftConfig
     from flywheel.train.rft.run import run_rft
@@ -66,7 +66,8 @@ def test_rft_fine_tunes_through_deepspeed_with_the_torch_backends_losses(policy_
     ds = run_rft(cfg.replace(backend="deepspeed"), policy_dir, train_suite("math", 8), tmp_path / "ds",
                  score_fn=passed)
     assert ref.counts.examples > 0 and [e["train_micro_batch_size_per_gpu"] for e in engines] == [4]
-    assert ds.losses == ref.losses and len(ds.losses) == 3
+    # the same losses to float rounding: on an AMD EPYC one of three differed in its 7th digit
+    assert ds.losses == pytest.approx(ref.losses, rel=1e-6, abs=0) and len(ds.losses) == 3
     a, b = (load_model(r.output_dir)[0].state_dict() for r in (ds, ref))
     moved = max(float((a[k] - b[k]).abs().max()) for k in a)
     assert moved < 1e-6, f"DeepSpeed and torch fine-tuning differ by {moved}"  # its own clipping: rounding apart
