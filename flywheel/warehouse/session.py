@@ -25,12 +25,22 @@ def database_path(con: duckdb.DuckDBPyConnection) -> Path | None:
 
 @contextmanager
 def session_settings(con: duckdb.DuckDBPyConnection, **values: str) -> Iterator[None]:
-    """`SET name = value` for each setting while the block runs, each restored to what it was after."""
+    """`SET name = value` for each setting while the block runs, each restored to what it was after. When the
+    block raised, a failure to restore (the connection itself broken) never hides its error."""
     saved = {k: con.execute(f"SELECT current_setting('{k}')").fetchall()[0][0] for k in values}
+
+    def restore() -> None:
+        for k, v in saved.items():
+            con.execute(f"SET {k} = " + ("'" + v.replace("'", "''") + "'" if isinstance(v, str) else str(v)))
+
     try:
         for k, v in values.items():
             con.execute(f"SET {k} = {v}")
         yield
-    finally:
-        for k, v in saved.items():
-            con.execute(f"SET {k} = " + ("'" + v.replace("'", "''") + "'" if isinstance(v, str) else str(v)))
+    except BaseException:
+        try:
+            restore()
+        except duckdb.Error:
+            pass
+        raise
+    restore()

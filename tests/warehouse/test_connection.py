@@ -28,3 +28,16 @@ def test_session_settings_apply_in_the_block_and_are_restored_after_an_error(tmp
     except RuntimeError:
         pass
     assert con.execute(read).fetchall() == [(False, "UTC")]
+
+
+def test_session_settings_never_hide_the_blocks_error_behind_a_failed_restore():
+    import duckdb
+    import pytest
+
+    from flywheel.warehouse.session import session_settings
+
+    con = duckdb.connect()
+    with pytest.raises(RuntimeError, match="the block's own error"):
+        with session_settings(con, preserve_insertion_order="true"):
+            con.close()  # the connection breaks: restoring the setting fails too
+            raise RuntimeError("the block's own error")
