@@ -45,6 +45,7 @@ from flywheel.mining.taxonomy import (
     sql_signature,
 )
 from flywheel.tracebacks import WRONG_ANSWER_EXCEPTION
+from flywheel.warehouse.session import session_settings
 from flywheel.warehouse.tables import DIFFICULTY_HISTORY_DDL
 
 _MSG_SCHEMA = '[{"role":"VARCHAR","content":"VARCHAR","tool_calls":"JSON"}]'
@@ -250,17 +251,13 @@ def mine_failures(con: duckdb.DuckDBPyConnection, config: MiningConfig | None = 
     con.execute("DROP TABLE IF EXISTS _mining_groups")
     # FSST compression analysis of 2.4M short texts costs ~15% of this step; dictionary/RLE still apply.
     # filter_pushdown off: see failure_cases_sql
-    saved = {k: _setting(con, k) for k in ("disabled_compression_methods", "disabled_optimizers")}
     added = {"disabled_compression_methods": "fsst", "disabled_optimizers": "filter_pushdown"}
-    for k, old in saved.items():
-        if old is not None:
-            con.execute(f"SET {k} = " + _sql_str(",".join(x for x in (old, added[k]) if x)))
+    values = {k: _sql_str(",".join(x for x in (old, extra) if x))
+              for k, extra in added.items() if (old := _setting(con, k)) is not None}
     try:
-        run("failure_cases", failure_cases_sql())
+        with session_settings(con, **values):
+            run("failure_cases", failure_cases_sql())
     finally:
-        for k, old in saved.items():
-            if old is not None:
-                con.execute(f"SET {k} = " + _sql_str(old))
         con.execute("DROP TABLE IF EXISTS _mining_errors")
     run("failure_summary", """
         CREATE OR REPLACE TABLE failure_summary AS
