@@ -17,6 +17,8 @@ TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 RELEASES_DIR_ENV = "FLYWHEEL_BASE_MODELS_DIR"
 """The folder watched for new base-model releases (default `$FLYWHEEL_HOME/models/base`)."""
 DEFAULT_HOME = ".flywheel"
+RECIPE_FILE, BUILD_FILE = "flywheel_recipe.json", "flywheel_build.json"
+"""In a tiny base model's folder: the recipe it was built from, and what its build measured."""
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,12 @@ from flywheel.models.measure import measure_pass_rates
 from flywheel.models.recipe import QUICK, TinyModelRecipe, recipe_for
 from flywheel.models.sft_data import sft_mix
 from flywheel.models.tokenizer import train_tokenizer
+from flywheel.paths import BUILD_FILE, RECIPE_FILE
 from flywheel.progress import quiet_transformers_bars
 from flywheel.rollout.chat import render_example
 from flywheel.rollout.checkpoint import is_checkpoint_dir, param_count
 from flywheel.tasks.suites import DOMAINS, train_suite
 from flywheel.train.common.sft import supervised_finetune
-
-RECIPE_FILE, BUILD_FILE = "flywheel_recipe.json", "flywheel_build.json"
 
 
 def build_model(recipe: TinyModelRecipe, vocab_size: int, pad_id: int, eos_id: int, bos_id: int) -> Any:

@@ -51,6 +51,10 @@ class RftConfig:
            "a replay-only run has no pool, so none. Measured on a dev split of the production distribution "
            "(3 seeds, one round from tiny-v3): with pool_samples_per_task 16, +2.5 [+1.3, +3.8] points pass@1 on "
            "the production-only levels over 8 samples and no variants, +0.9 [+0.1, +1.8] overall.", ge=0)
+    reference_solutions: bool = option(
+        False, "Also train on each variant's reference solution (its environment's gold answer, written in the "
+               "base's SFT format when the base is a tiny release): a teacher for the kinds of failure production "
+               "showed. Off: RFT learns from the policy's own passing samples only.")
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
                                         "cleaner demonstrations).", ge=0)
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).", ge=1)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from flywheel.environments.targets import sft_target
 from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.rollout import generate_for_tasks
 from flywheel.rollout.types import SamplingParams
@@ -237,8 +238,10 @@ def select_examples(candidates: Sequence[Candidate], max_per_task: int, seed: in
 
 def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Sequence[Task], score_fn: ScoreFn, *,
                      warehouse: str | Path | None = None, device: str = "cpu",
-                     progress: Progress | None = None, engine: Any = None) -> tuple[list[RftExample], RftCounts]:
-    """The RFT dataset for `tasks` and how it was filtered (see module doc)."""
+                     progress: Progress | None = None, engine: Any = None,
+                     formats: dict[str, str] | None = None) -> tuple[list[RftExample], RftCounts]:
+    """The RFT dataset for `tasks` and how it was filtered (see module doc); `formats`: the base's SFT
+    formats, for `reference_solutions`."""
     counts = RftCounts()
     chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first)
     if config.variants_per_task:
@@ -259,6 +262,9 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
     for c in policy:
         counts._bump(c.task.domain, "sampled")
     candidates += policy
+    if config.reference_solutions:  # verified like any candidate: a wrong reference is never trained on
+        candidates += [Candidate(t, sft_target(t, formats or {}), "reference")
+                       for t in chosen if is_variant(t) and t.solution]
     verify(candidates, score_fn, progress)
     for c in candidates:
         counts._bump(c.task.domain, "verified")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.gpu import GpuSpec, resolve_device
+from flywheel.paths import RECIPE_FILE
 from flywheel.rollout.checkpoint import load_model
 from flywheel.tasks.base import Task
 from flywheel.train.common.lora import apply_lora, is_lora, lora_of, write_adapter_info
@@ -95,7 +96,7 @@ def run_rft(
             examples, counts = collect_examples(
                 config, model, tokenizer, tasks, score_fn or default_score_fn(),
                 warehouse=warehouse if config.include_logs else None, device=device, progress=progress,
-                engine=engine)
+                engine=engine, formats=base_formats(model_dir))
         finally:
             if engine is not None and hasattr(engine, "close"):
                 engine.close()  # vLLM's workers hold memory the fine-tuning needs
@@ -133,3 +134,11 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
             f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
     return out
 
+
+def base_formats(model_dir: str | Path) -> dict[str, str]:
+    """The SFT formats a tiny base was taught (`math_format`, `agent_format` of its build recipe); {} for any other."""
+    f = Path(model_dir) / RECIPE_FILE
+    if not f.is_file():
+        return {}
+    recipe = json.loads(f.read_text())
+    return {k: str(recipe[k]) for k in ("math_format", "agent_format") if k in recipe}
