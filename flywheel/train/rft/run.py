@@ -136,9 +136,17 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
 
 
 def base_formats(model_dir: str | Path) -> dict[str, str]:
-    """The SFT formats a tiny base was taught (`math_format`, `agent_format` of its build recipe); {} for any other."""
-    f = Path(model_dir) / RECIPE_FILE
-    if not f.is_file():
-        return {}
-    recipe = json.loads(f.read_text())
-    return {k: str(recipe[k]) for k in ("math_format", "agent_format") if k in recipe}
+    """The SFT formats of the tiny base `model_dir` descends from (`math_format`, `agent_format` of its build
+    recipe), found through each RFT policy's `flywheel_rft.json` back to the base; {} for any other model.
+    A champion several turns deep answers in its base's format: its references must too."""
+    here = Path(model_dir)
+    for _ in range(64):  # a lineage is one step a turn
+        if (here / RECIPE_FILE).is_file():
+            recipe = json.loads((here / RECIPE_FILE).read_text())
+            return {k: str(recipe[k]) for k in ("math_format", "agent_format") if k in recipe}
+        made = here / "flywheel_rft.json"
+        parent = json.loads(made.read_text()).get("base_model") if made.is_file() else None
+        if not parent or Path(parent) == here:
+            return {}
+        here = Path(parent)
+    return {}

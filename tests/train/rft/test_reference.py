@@ -42,6 +42,14 @@ def test_base_formats_read_the_build_recipe(tmp_path):
     assert base_formats(tmp_path) == {}
     (tmp_path / RECIPE_FILE).write_text(json.dumps({"release": "tiny-v3", **TINY_V3, "seed": 0}))
     assert base_formats(tmp_path) == TINY_V3
+    # a champion two turns deep: its formats are its base's, found through each policy's flywheel_rft.json
+    first, second = tmp_path / "turn1", tmp_path / "turn2"
+    for policy, parent in ((first, tmp_path), (second, first)):
+        policy.mkdir()
+        (policy / "flywheel_rft.json").write_text(json.dumps({"stage": "rft", "base_model": str(parent)}))
+    assert base_formats(second) == TINY_V3
+    (first / "flywheel_rft.json").write_text(json.dumps({"stage": "rft", "base_model": str(tmp_path / "gone")}))
+    assert base_formats(second) == {}
 
 
 def test_variant_references_enter_the_data_only_when_asked(tiny_model):
