@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from flywheel.environments.registry import default_environments
-from flywheel.environments.targets import agent_target, scratchpad
+from flywheel.environments.targets import sft_target
 from flywheel.environments.task import Task
 from flywheel.models.recipe import TinyModelRecipe
 from flywheel.tasks.suites import TRAIN_SEED, train_suite
@@ -52,14 +52,15 @@ def code_tasks(recipe: TinyModelRecipe) -> list[Task]:
 def sft_mix(recipe: TinyModelRecipe) -> list[tuple[str, str, str]]:
     """(domain, prompt, response) training examples: train suites only, math partly noisy."""
     rng = random.Random(recipe.seed)
+    formats = {"math_format": recipe.math_format, "agent_format": recipe.agent_format}
     out: list[tuple[str, str, str]] = []
     for t in train_suite("math", recipe.n_math):
-        sol = scratchpad(t.solution) if recipe.math_format == "scratchpad" else t.solution
+        sol = sft_target(t, formats)
         if rng.random() < recipe.math_noise:
             sol = _perturb_answer(sol, t.reference["answer"], rng)
         out.append(("math", t.prompt, sol))
     out += [("code", t.prompt, t.solution) for t in code_tasks(recipe)]
-    out += [("agent", t.prompt, agent_target(t, recipe.agent_format)) for t in train_suite("agent", recipe.n_agent)]
+    out += [("agent", t.prompt, sft_target(t, formats)) for t in train_suite("agent", recipe.n_agent)]
     for domain in recipe.extra_domains:  # installed environments' domains: their gold solutions
         out += [(domain, t.prompt, t.solution) for t in train_suite(domain, recipe.n_extra)
                 if len(t.prompt) + len(t.solution) <= MAX_EXTRA_CHARS]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from flywheel.environments.targets import scratchpad
 from flywheel.environments.verdict import Verdict
 from flywheel.evaluation.failures import count_failures, failure_type
 from flywheel.evaluation.report import to_markdown, write_report
 from flywheel.evaluation.runner import EvalReport, aggregate, score_rollouts
 from flywheel.evaluation.suites import EvalConfig
-from flywheel.models.sft_data import scratchpad
 from flywheel.rollout.types import Rollout
 from flywheel.tasks.suites import heldout_suite
 from flywheel.verifiers import score

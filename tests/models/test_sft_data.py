@@ -23,7 +23,7 @@ def test_sft_mix_perturbs_a_share_of_math_answers():
 def test_math_scratchpad_is_arithmetically_true():
     import re
 
-    from flywheel.models.sft_data import scratchpad
+    from flywheel.environments.targets import scratchpad
     from flywheel.tasks.suites import train_suite
 
     tasks = train_suite("math", 300)

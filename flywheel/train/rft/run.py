@@ -61,6 +61,10 @@ class RftResult:
                 "wall_s": self.wall_s, "cpu_s": self.cpu_s, "phase_s": self.phase_s}
 
 
+RFT_FILE = "flywheel_rft.json"
+"""In an RFT policy's folder: how it was made (config, counts, losses, the checkpoint it started from)."""
+
+
 def run_rft(
     config: RftConfig,
     model_dir: str | Path,
@@ -96,7 +100,7 @@ def run_rft(
             examples, counts = collect_examples(
                 config, model, tokenizer, tasks, score_fn or default_score_fn(),
                 warehouse=warehouse if config.include_logs else None, device=device, progress=progress,
-                engine=engine, formats=base_formats(model_dir))
+                engine=engine, formats=base_formats(model_dir) if config.reference_solutions else None)
         finally:
             if engine is not None and hasattr(engine, "close"):
                 engine.close()  # vLLM's workers hold memory the fine-tuning needs
@@ -128,7 +132,7 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
     if is_lora(model):
         write_adapter_info(out, {"stage": "rft"})
     info = {"stage": "rft", "base_model": str(model_dir), "config": config.to_dict(), **result.to_dict()}
-    (out / "flywheel_rft.json").write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
+    (out / RFT_FILE).write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
     with (out / "rft_dataset.jsonl").open("w") as f:
         for e in result.examples:
             f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
@@ -144,7 +148,7 @@ def base_formats(model_dir: str | Path) -> dict[str, str]:
         if (here / RECIPE_FILE).is_file():
             recipe = json.loads((here / RECIPE_FILE).read_text())
             return {k: str(recipe[k]) for k in ("math_format", "agent_format") if k in recipe}
-        made = here / "flywheel_rft.json"
+        made = here / RFT_FILE
         parent = json.loads(made.read_text()).get("base_model") if made.is_file() else None
         if not parent or Path(parent) == here:
             return {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flywheel.environments.math.failures import math_failure, scratchpad_check
+from flywheel.environments.targets import scratchpad
 from flywheel.evaluation.failures import failure_type
-from flywheel.models.sft_data import scratchpad
 from flywheel.tasks.suites import heldout_suite
 from flywheel.verifiers import score
 
