@@ -51,6 +51,10 @@ class RftConfig:
            "a replay-only run has no pool, so none. Measured on a dev split of the production distribution "
            "(3 seeds, one round from tiny-v3): with pool_samples_per_task 16, +2.5 [+1.3, +3.8] points pass@1 on "
            "the production-only levels over 8 samples and no variants, +0.9 [+0.1, +1.8] overall.", ge=0)
+    replay_share: float = option(
+        0.0, "Least share of each domain's tasks_per_domain kept for replay when pool tasks and their variants "
+             "would take every place: without replay the policy drifts on the distribution it was built on "
+             "(held-out falls). 0: the pool and variants may take them all.", ge=0, le=1)
     reference_solutions: bool = option(
         False, "Also train on each variant's reference solution (its environment's gold answer, written in the "
                "base's SFT format when the base is a tiny release): a teacher for the kinds of failure production "

@@ -28,7 +28,7 @@ from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import ScoreFn
 from flywheel.train.rft.config import RftConfig
 from flywheel.train.rft.curves import sampling_curve
-from flywheel.train.rft.variants import is_pool, is_variant, with_variants
+from flywheel.train.rft.variants import is_pool, is_variant, mined_budget, with_variants
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
 from flywheel.world.responder import text_from_messages
@@ -102,16 +102,18 @@ class Candidate:
     verdict: Verdict | None = None
 
 
-def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int, pool_first: bool = False) -> list[Task]:
+def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int, pool_first: bool = False,
+                 replay_share: float = 0.0) -> list[Task]:
     """At most `per_domain[d]` tasks of each domain (seeded), in the order `tasks` lists them; with
-    `pool_first`, every mined pool task (`meta["source"] == "pool"`) before any replay task."""
+    `pool_first`, mined pool tasks (`meta["source"] == "pool"`) before any replay task, up to
+    `mined_budget(n, replay_share)` of them."""
     chosen: set[str] = set()
     for domain, n in per_domain.items():
         rng = random.Random(f"rft:{seed}:{domain}")
         ids = [t.task_id for t in tasks if t.domain == domain]
         if pool_first:
             mined = [t.task_id for t in tasks if t.domain == domain and is_pool(t)]
-            take = rng.sample(mined, min(n, len(mined)))
+            take = rng.sample(mined, min(mined_budget(n, replay_share), len(mined)))
             taken = set(take)
             rest = [i for i in ids if i not in taken]
             take += rng.sample(rest, min(n - len(take), len(rest)))
@@ -243,9 +245,10 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
     """The RFT dataset for `tasks` and how it was filtered (see module doc); `formats`: the base's SFT
     formats, for `reference_solutions`."""
     counts = RftCounts()
-    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first)
+    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first, config.replay_share)
     if config.variants_per_task:
-        chosen = with_variants(chosen, config.tasks_per_domain, config.variants_per_task, config.seed)
+        chosen = with_variants(chosen, config.tasks_per_domain, config.variants_per_task, config.seed,
+                               config.replay_share)
     for t in chosen:
         counts._bump(t.domain, "tasks")
     candidates: list[Candidate] = []

@@ -131,7 +131,8 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
     tokenizer.save_pretrained(str(out))
     if is_lora(model):
         write_adapter_info(out, {"stage": "rft"})
-    info = {"stage": "rft", "base_model": str(model_dir), "config": config.to_dict(), **result.to_dict()}
+    info = {"stage": "rft", "base_model": str(model_dir), "base_formats": base_formats(model_dir),
+            "config": config.to_dict(), **result.to_dict()}
     (out / RFT_FILE).write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
     with (out / "rft_dataset.jsonl").open("w") as f:
         for e in result.examples:
@@ -141,15 +142,18 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
 
 def base_formats(model_dir: str | Path) -> dict[str, str]:
     """The SFT formats of the tiny base `model_dir` descends from (`math_format`, `agent_format` of its build
-    recipe), found through each RFT policy's `flywheel_rft.json` back to the base; {} for any other model.
-    A champion several turns deep answers in its base's format: its references must too."""
+    recipe); {} for any other model. A champion several turns deep answers in its base's format: its references
+    must too. Each RFT policy records them in its `flywheel_rft.json` (so a home moved elsewhere keeps them);
+    a policy written before that is followed through its `base_model` back to the base."""
     here = Path(model_dir)
     for _ in range(64):  # a lineage is one step a turn
         if (here / RECIPE_FILE).is_file():
             recipe = json.loads((here / RECIPE_FILE).read_text())
             return {k: str(recipe[k]) for k in ("math_format", "agent_format") if k in recipe}
-        made = here / RFT_FILE
-        parent = json.loads(made.read_text()).get("base_model") if made.is_file() else None
+        made = json.loads((here / RFT_FILE).read_text()) if (here / RFT_FILE).is_file() else {}
+        if isinstance(made.get("base_formats"), dict):
+            return {k: str(v) for k, v in made["base_formats"].items()}
+        parent = made.get("base_model")
         if not parent or Path(parent) == here:
             return {}
         here = Path(parent)

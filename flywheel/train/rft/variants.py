@@ -5,12 +5,14 @@ becomes a small curriculum of its own kind instead of one prompt sampled a few t
 Variants are training tasks like replay: from the train split, and decontaminated with the mining pool's own
 rule (`flywheel.mining.pool.heldout_prompts`, n-gram containment against every evaluation suite: held-out,
 production, frozen test), so none is, or nearly is, a prompt any suite scores. They take the places under each
-domain's `tasks_per_domain` after the pool's own tasks and before replay; a run without pool tasks (replay
-only) gets none.
+domain's `tasks_per_domain` after the pool's own tasks and before replay, but never replay's reserved share
+(`replay_share`: without replay the policy drifts on the distribution it was built on); a run without pool tasks
+(replay only) gets none.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -72,9 +74,17 @@ def decontaminated(tasks: list[Task]) -> list[Task]:
     return [t for t in tasks if t.task_id not in bad and t.task_id not in held_ids]
 
 
-def with_variants(chosen: Sequence[Task], per_domain: dict[str, int], n: int, seed: int) -> list[Task]:
-    """`chosen` (RFT's task choice) with `n` variants of each pool task among them, each domain still at most
-    `per_domain[d]` tasks: its pool tasks, then variants, then as much replay as fits (in `chosen`'s order)."""
+def mined_budget(cap: int, replay_share: float) -> int:
+    """How many of a domain's `cap` RFT tasks the pool and its variants may take: the rest is replay's."""
+    return cap - math.ceil(cap * replay_share)
+
+
+def with_variants(chosen: Sequence[Task], per_domain: dict[str, int], n: int, seed: int,
+                  replay_share: float = 0.0) -> list[Task]:
+    """`chosen` (RFT's task choice) with up to `n` variants of each pool task among them, each domain still at most
+    `per_domain[d]` tasks: its pool tasks, then variants, then replay (in `chosen`'s order). Pool and variants
+    together take at most `mined_budget(cap, replay_share)` places; when the variants do not all fit, each pool
+    task keeps the same number (round robin), so no mined failure loses its curriculum to another's."""
     variants = draw_variants([t for t in chosen if is_pool(t)], n, seed)
     if not variants:
         return list(chosen)
@@ -84,7 +94,23 @@ def with_variants(chosen: Sequence[Task], per_domain: dict[str, int], n: int, se
         cap = per_domain.get(domain, 0)
         own = [t for t in chosen if t.domain == domain]
         pool = [t for t in own if is_pool(t)]
-        extra = [v for v in variants if v.domain == domain and v.task_id not in ids][: max(0, cap - len(pool))]
+        room = max(0, mined_budget(cap, replay_share) - len(pool))
+        extra = _round_robin([v for v in variants if v.domain == domain and v.task_id not in ids], room)
         rest = [t for t in own if not is_pool(t)][: max(0, cap - len(pool) - len(extra))]
         out += [*pool, *extra, *rest]
     return out
+
+
+def _round_robin(variants: list[Task], room: int) -> list[Task]:
+    """The first `room` of `variants` taken one per pool task in turn (first variants of every task, then the
+    second ones, ...), returned in their drawn order."""
+    if len(variants) <= room:
+        return variants
+    rank: dict[str, int] = {}
+    order = []
+    for i, v in enumerate(variants):
+        parent = (v.meta or {}).get("variant_of", "")
+        order.append((rank.get(parent, 0), i))
+        rank[parent] = rank.get(parent, 0) + 1
+    keep = {i for _, i in sorted(order)[:room]}
+    return [v for i, v in enumerate(variants) if i in keep]

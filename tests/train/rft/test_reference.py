@@ -50,6 +50,10 @@ def test_base_formats_read_the_build_recipe(tmp_path):
     assert base_formats(second) == TINY_V3
     (first / "flywheel_rft.json").write_text(json.dumps({"stage": "rft", "base_model": str(tmp_path / "gone")}))
     assert base_formats(second) == {}
+    # a policy that recorded its formats keeps them when its lineage's folders are gone (a home moved elsewhere)
+    (second / "flywheel_rft.json").write_text(json.dumps({"stage": "rft", "base_model": str(tmp_path / "gone"),
+                                                          "base_formats": TINY_V3}))
+    assert base_formats(second) == TINY_V3
 
 
 def test_variant_references_enter_the_data_only_when_asked(tiny_model):

@@ -19,7 +19,7 @@ from flywheel.train.rft.data import (
     select_examples,
     verify,
 )
-from flywheel.train.rft.run import run_rft
+from flywheel.train.rft.run import base_formats, run_rft
 from flywheel.verifiers import score
 from flywheel.world.responder import messages_from_text
 
@@ -118,6 +118,7 @@ def test_one_step_changes_the_weights_and_saves_an_hf_folder(tiny_model_dir, tmp
     assert any(not before[k].equal(after[k]) for k in before)
     info = json.loads((out / "flywheel_rft.json").read_text())
     assert info["counts"]["examples"] == result.counts.examples and info["config"]["steps"] == 1
+    assert info["base_formats"] == base_formats(tiny_model_dir) != {}  # the lineage's formats travel with it
     saved = [json.loads(x) for x in (out / "rft_dataset.jsonl").read_text().splitlines()]
     assert saved == [e.to_dict() for e in result.examples]
 

@@ -68,3 +68,21 @@ def test_pool_tasks_get_their_own_sample_count(tiny_model):
     cands = sample_candidates(model, tok, pool[:2] + replay[:2], cfg, "cpu")
     per = {t.task_id: sum(c.task.task_id == t.task_id for c in cands) for t in pool[:2] + replay[:2]}
     assert [per[t.task_id] for t in pool[:2] + replay[:2]] == [3, 3, 1, 1]
+
+
+def test_replay_keeps_its_share_and_every_pool_task_keeps_some_variants():
+    pool, replay = _pool_and_replay()
+    chosen = choose_tasks(pool + replay, {"math": 20}, seed=0, pool_first=True, replay_share=0.5)
+    out = with_variants(chosen, {"math": 20}, 8, seed=0, replay_share=0.5)
+    sources = [t.meta["source"] for t in out]
+    assert len(out) == 20 and sources.count("replay") == 10  # half the places stay replay's
+    assert sources == ["pool"] * 6 + ["variant"] * 4 + ["replay"] * 10
+    # 4 places for 6 pool tasks' variants: round robin, so no task gets a second before another its first
+    parents = [t.meta["variant_of"] for t in out if t.meta["source"] == "variant"]
+    assert len(set(parents)) == 4
+    # the share caps the pool itself too: a pool bigger than its budget is sampled down
+    few = choose_tasks(pool + replay, {"math": 8}, seed=0, pool_first=True, replay_share=0.75)
+    assert [t.meta["source"] for t in few].count("pool") == 2 and len(few) == 8
+    # share 0 is the old rule: the pool and its variants may take every place
+    assert with_variants(choose_tasks(pool + replay, {"math": 8}, 0, True), {"math": 8}, 3, 0, 0.0) == \
+        with_variants(choose_tasks(pool + replay, {"math": 8}, 0, True), {"math": 8}, 3, seed=0)
