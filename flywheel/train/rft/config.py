@@ -45,20 +45,22 @@ class RftConfig:
             "pass@1 0.05 shows a passing sample in 8 draws 34% of the time, in 16 draws 56%; replay tasks keep "
             "samples_per_task. 16 with variants_per_task 4 measured best on a dev split (docs/training.md).", ge=0)
     variants_per_task: int = option(
-        4, "Fresh tasks of each chosen mined pool task's own kind (its environment's `variants`: same level, new "
+        8, "Fresh tasks of each chosen mined pool task's own kind (its environment's `variants`: same level, new "
            "numbers and names; train split, decontaminated against every evaluation suite) taken after the pool "
-           "and before replay under tasks_per_domain: one mined failure becomes a small curriculum. 0: none; "
-           "a replay-only run has no pool, so none. Measured on a dev split of the production distribution "
-           "(3 seeds, one round from tiny-v3): with pool_samples_per_task 16, +2.5 [+1.3, +3.8] points pass@1 on "
-           "the production-only levels over 8 samples and no variants, +0.9 [+0.1, +1.8] overall.", ge=0)
+           "and before replay under tasks_per_domain (and replay_share): one mined failure becomes a small "
+           "curriculum. 0: none; a replay-only run has no pool, so none. 8 with reference_solutions measured best on "
+           "a dev split of the production distribution (docs/training.md; 4 was the best without references).",
+        ge=0)
     replay_share: float = option(
-        0.0, "Least share of each domain's tasks_per_domain kept for replay when pool tasks and their variants "
-             "would take every place: without replay the policy drifts on the distribution it was built on "
-             "(held-out falls). 0: the pool and variants may take them all.", ge=0, le=1)
+        0.5, "Least share of each domain's tasks_per_domain kept for replay when pool tasks and their variants "
+             "would take every place (variants are then cut evenly across pool tasks). Without replay the policy "
+             "drifts on the distribution it was built on: three turns with share 0 lost 4.9 held-out points "
+             "(docs/training.md). 0: the pool and its variants may take every place.", ge=0, le=1)
     reference_solutions: bool = option(
-        False, "Also train on each variant's reference solution (its environment's gold answer, written in the "
-               "base's SFT format when the base is a tiny release): a teacher for the kinds of failure production "
-               "showed. Off: RFT learns from the policy's own passing samples only.")
+        True, "Also train on each variant's reference solution (its environment's gold answer, written in the "
+              "base's SFT format when the base is a tiny release; verified like any candidate): a teacher for the "
+              "kinds of failure production showed, spent where mining points. Off: RFT learns from the policy's "
+              "own passing samples only, which cannot teach a task the policy never solves.")
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
                                         "cleaner demonstrations).", ge=0)
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).", ge=1)

@@ -61,7 +61,7 @@ def test_variant_references_enter_the_data_only_when_asked(tiny_model):
     _, tasks = _production_only("math", 2)
     pool = [dataclasses.replace(t, meta={**(t.meta or {}), "source": POOL}) for t in tasks]
     cfg = RftConfig(tasks_per_domain={"math": 6}, samples_per_task=1, pool_samples_per_task=1, variants_per_task=2,
-                    max_new_tokens=8, steps=1, batch_size=2)
+                    replay_share=0.0, reference_solutions=False, max_new_tokens=8, steps=1, batch_size=2)
     plain, _ = collect_examples(cfg, model, tok, pool, score, formats=TINY_V3)
     taught, _ = collect_examples(cfg.replace(reference_solutions=True), model, tok, pool, score, formats=TINY_V3)
     assert not [e for e in plain if e.source == "reference"]
