@@ -23,9 +23,10 @@ placement (backend, ZeRO stage, device) is the run's, so both stages update thro
 class RftConfig:
     """What one RFT run does: which candidates it draws, which it keeps, how it fine-tunes.
 
-    The defaults are the recipe measured on tiny-v1 (docs/training.md, "Rejection-sampling
-    fine-tuning" and "Turns that compound"): ~2 minutes on one CPU thread; 1500 fresh math tasks a turn
-    instead of 300 lifted the held-out math ceiling of repeated rounds from ~0.74 to 0.77 at T=0.7.
+    The defaults are the measured recipe (docs/training.md, "Rejection-sampling fine-tuning" and "Turns that
+    compound"): the task counts and SFT settings from tiny-v1 (1500 fresh math tasks a turn instead of 300
+    lifted the held-out math ceiling of repeated rounds from ~0.74 to 0.77 at T=0.7); variants, reference
+    solutions and the replay share from whole turns on tiny-v3.
     """
 
     seed: int = option(0, "Seed for task choice, sampling, the per-task cap and SFT batch order.")
