@@ -96,11 +96,12 @@ def run_rft(
         torch.manual_seed(config.seed)
         model, tokenizer = load_model(model_dir, device=device, dtype="float32")
         engine = sample_engine(str(model_dir)) if sample_engine else None
+        formats = base_formats(model_dir)  # read once: the references use them, the policy's record keeps them
         try:
             examples, counts = collect_examples(
                 config, model, tokenizer, tasks, score_fn or default_score_fn(),
                 warehouse=warehouse if config.include_logs else None, device=device, progress=progress,
-                engine=engine, formats=base_formats(model_dir) if config.reference_solutions else None)
+                engine=engine, formats=formats if config.reference_solutions else None)
         finally:
             if engine is not None and hasattr(engine, "close"):
                 engine.close()  # vLLM's workers hold memory the fine-tuning needs
@@ -115,7 +116,7 @@ def run_rft(
         out = Path(out_dir)
         result = RftResult(out, counts, losses, time.perf_counter() - t0, time.process_time() - c0, examples,
                            {"collect": t1 - t0, "sft": t2 - t1})
-        save_rft_policy(model, tokenizer, out, config, result, model_dir)
+        save_rft_policy(model, tokenizer, out, config, result, model_dir, formats)
         result.wall_s, result.cpu_s = time.perf_counter() - t0, time.process_time() - c0
         return result
     finally:
@@ -123,7 +124,7 @@ def run_rft(
 
 
 def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, result: RftResult,
-                    model_dir: str | Path) -> Path:
+                    model_dir: str | Path, formats: dict[str, str]) -> Path:
     """The HF folder, plus `flywheel_rft.json` (config, counts, losses: how it was made) and
     `rft_dataset.jsonl` (exactly what it was trained on)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -131,7 +132,7 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
     tokenizer.save_pretrained(str(out))
     if is_lora(model):
         write_adapter_info(out, {"stage": "rft"})
-    info = {"stage": "rft", "base_model": str(model_dir), "base_formats": base_formats(model_dir),
+    info = {"stage": "rft", "base_model": str(model_dir), "base_formats": formats,
             "config": config.to_dict(), **result.to_dict()}
     (out / RFT_FILE).write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
     with (out / "rft_dataset.jsonl").open("w") as f:

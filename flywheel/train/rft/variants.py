@@ -13,6 +13,7 @@ domain's `tasks_per_domain` after the pool's own tasks and before replay, but ne
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -106,11 +107,11 @@ def _round_robin(variants: list[Task], room: int) -> list[Task]:
     second ones, ...), returned in their drawn order."""
     if len(variants) <= room:
         return variants
-    rank: dict[str, int] = {}
+    drawn: Counter[str] = Counter()  # variants of each pool task seen so far
     order = []
     for i, v in enumerate(variants):
         parent = (v.meta or {}).get("variant_of", "")
-        order.append((rank.get(parent, 0), i))
-        rank[parent] = rank.get(parent, 0) + 1
+        order.append((drawn[parent], i))
+        drawn[parent] += 1
     keep = {i for _, i in sorted(order)[:room]}
     return [v for i, v in enumerate(variants) if i in keep]

@@ -84,5 +84,5 @@ def test_replay_keeps_its_share_and_every_pool_task_keeps_some_variants():
     few = choose_tasks(pool + replay, {"math": 8}, seed=0, pool_first=True, replay_share=0.75)
     assert [t.meta["source"] for t in few].count("pool") == 2 and len(few) == 8
     # share 0 is the old rule: the pool and its variants may take every place
-    assert with_variants(choose_tasks(pool + replay, {"math": 8}, 0, True), {"math": 8}, 3, 0, 0.0) == \
-        with_variants(choose_tasks(pool + replay, {"math": 8}, 0, True), {"math": 8}, 3, seed=0)
+    greedy = with_variants(choose_tasks(pool + replay, {"math": 20}, 0, True), {"math": 20}, 8, 0, replay_share=0.0)
+    assert [t.meta["source"] for t in greedy].count("replay") == 0 and len(greedy) == 20
