@@ -52,3 +52,23 @@ def test_the_old_name_still_builds_the_run_config():
     from flywheel.train.config import GRPOConfig
 
     assert GRPOConfig(stage="rl", steps=3) == TrainConfig(stage="rl", steps=3)
+
+
+@pytest.mark.parametrize(("config", "field", "value", "says"), [
+    ("rft", "steps", 0, "steps: expected an integer >= 1"),
+    ("rft", "temperature", 0.0, "temperature: expected a number > 0"),
+    ("rft", "replay_share", 1.5, "replay_share: expected a number >= 0 and <= 1"),
+    ("train", "replay_share", -0.1, "replay_share: expected a number >= 0 and <= 1"),
+    ("train", "temperature", 0.0, "temperature: expected a number > 0"),
+])
+def test_a_value_outside_its_field_range_is_refused_by_the_range_the_cli_and_dagster_read(config, field, value, says):
+    """Each range is declared once, on its field: construction refuses what the CLI flag and the Dagster
+    config field (both generated from that declaration) refuse, with the same words."""
+    from flywheel.config_fields import field_specs
+    from flywheel.train.rft.config import RftConfig
+
+    cls = RftConfig if config == "rft" else TrainConfig
+    with pytest.raises(ValueError, match=says.replace("[", r"\[")):
+        cls(**{field: value})
+    spec = next(s for s in field_specs(cls) if s.name == field)
+    assert spec.range is not None and spec.range.problem(value) is not None

@@ -63,7 +63,7 @@ class RftConfig:
               "kinds of failure production showed, spent where mining points. Off: RFT learns from the policy's "
               "own passing samples only, which cannot teach a task the policy never solves.")
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
-                                        "cleaner demonstrations).", ge=0)
+                                        "cleaner demonstrations; greedy would give one response per task).", gt=0)
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).", ge=1)
     max_tool_steps: int = option(6, "Most tool calls in one agent sample.", ge=0)
     include_logs: bool = option(False, "Also use logged production responses of the run's tasks that the "
@@ -75,7 +75,7 @@ class RftConfig:
     max_examples_per_task: int = option(4, "Distinct passing responses kept per task (identical ones are "
                                            "deduplicated first), so easy tasks do not dominate the data.", ge=1)
     # SFT
-    steps: int = option(400, "SFT optimizer steps on the kept responses.", ge=0)
+    steps: int = option(400, "SFT optimizer steps on the kept responses.", ge=1)
     lr: float = option(1e-4, "Peak AdamW learning rate (linear warmup, then cosine decay to 10%).", gt=0)
     batch_size: int = option(16, "Examples per SFT step.", ge=1)
     warmup: int = option(5, "Linear LR warmup steps.", ge=0)
@@ -88,22 +88,14 @@ class RftConfig:
     lora_alpha: float = lora_option("lora_alpha")
     lora_targets: str = lora_option("lora_targets")
     num_threads: int = option(1, "torch intra-op threads while the stage runs (0 = leave torch's default); "
-                                 "1 is fastest for the tiny model on a shared CPU.")
+                                 "1 is fastest for the tiny model on a shared CPU.", ge=0)
 
     def __post_init__(self) -> None:
-        check_choices(self)
-        if self.samples_per_task < 0 or self.max_examples_per_task < 1 or self.log_candidates_per_task < 0:
-            raise ValueError("samples_per_task and log_candidates_per_task must be >= 0, max_examples_per_task >= 1")
-        if any(n < 0 for n in self.tasks_per_domain.values()):
-            raise ValueError("tasks_per_domain must be non-negative")
+        check_choices(self)  # every field's own range; below, what the ranges cannot say
         if any(k not in ("math", "code", "agent") for k in self.tasks_per_domain):
             from flywheel.environments.mix import expand_counts  # loads the installed environments
 
             object.__setattr__(self, "tasks_per_domain", expand_counts(self.tasks_per_domain))
-        if self.temperature <= 0:
-            raise ValueError("temperature must be > 0: RFT samples, greedy gives one response per task")
-        if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
-            raise ValueError("steps and batch_size must be >= 1 and lr > 0")
 
     def replace(self, **changes: Any) -> RftConfig:
         return dataclasses.replace(self, **changes)
