@@ -86,3 +86,20 @@ def test_replay_keeps_its_share_and_every_pool_task_keeps_some_variants():
     # share 0 is the old rule: the pool and its variants may take every place
     greedy = with_variants(choose_tasks(pool + replay, {"math": 20}, 0, True), {"math": 20}, 8, 0, replay_share=0.0)
     assert [t.meta["source"] for t in greedy].count("replay") == 0 and len(greedy) == 20
+
+
+def test_variant_share_keeps_places_for_the_variants_when_the_pool_would_fill_them():
+    """A pool bigger than its mined places leaves no variant, so no reference solution: `variant_share` samples
+    the pool down so its variants (and the teacher they carry) keep their share."""
+    pool, replay = _pool_and_replay()  # 6 pool tasks; cap 8 at replay share 0.5: 4 mined places
+    filled = with_variants(choose_tasks(pool + replay, {"math": 8}, 0, True, 0.5), {"math": 8}, 8, 0, 0.5)
+    assert [t.meta["source"] for t in filled] == ["pool"] * 4 + ["replay"] * 4  # the pool alone: no variant
+    chosen = choose_tasks(pool + replay, {"math": 8}, 0, True, replay_share=0.5, variant_share=0.5)
+    assert [t.meta["source"] for t in chosen].count("pool") == 2
+    out = with_variants(chosen, {"math": 8}, 8, 0, 0.5)
+    assert [t.meta["source"] for t in out] == ["pool"] * 2 + ["variant"] * 2 + ["replay"] * 4
+    assert {t.meta["variant_of"] for t in out if t.meta["source"] == "variant"} == {t.task_id for t in out[:2]}
+    # the pool takes at most its share of the mined places even where it would leave room, and the tasks it
+    # leaves are not drawn back in as replay
+    roomy = choose_tasks(pool + replay, {"math": 20}, 0, True, replay_share=0.5, variant_share=0.5)
+    assert [t.meta["source"] for t in roomy].count("pool") == 5  # 10 - ceil(10 * 0.5)
