@@ -57,11 +57,6 @@ class RftConfig:
              "would take every place (variants are then cut evenly across pool tasks). Without replay the policy "
              "drifts on the distribution it was built on: three turns with share 0 lost 4.9 held-out points "
              "(docs/training.md). 0: the pool and its variants may take every place.", ge=0, le=1)
-    variant_share: float = option(
-        0.0, "Least share of the mined places (those replay_share leaves) kept for variants when the pool alone "
-             "would fill them: the pool is then sampled down. The variants carry the reference solutions, so a "
-             "domain whose pool fills its places (code and agent at the default counts) otherwise gets no "
-             "teacher. 0: the pool first, variants only in what it leaves.", ge=0, le=1)
     reference_solutions: bool = option(
         True, "Also train on each variant's reference solution (its environment's gold answer, written in the "
               "base's SFT format when the base is a tiny release; verified like any candidate): a teacher for the "

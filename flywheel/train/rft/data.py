@@ -28,7 +28,7 @@ from flywheel.tasks.base import Task
 from flywheel.train.common.rollouts import ScoreFn
 from flywheel.train.rft.config import RftConfig
 from flywheel.train.rft.curves import sampling_curve
-from flywheel.train.rft.variants import is_pool, is_variant, pool_budget, with_variants
+from flywheel.train.rft.variants import is_pool, is_variant, mined_budget, with_variants
 from flywheel.verifiers.verdict import Verdict, VerifierInfraError
 from flywheel.warehouse import connect
 from flywheel.world.responder import text_from_messages
@@ -103,18 +103,17 @@ class Candidate:
 
 
 def choose_tasks(tasks: Sequence[Task], per_domain: dict[str, int], seed: int, pool_first: bool = False,
-                 replay_share: float = 0.0, variant_share: float = 0.0) -> list[Task]:
+                 replay_share: float = 0.0) -> list[Task]:
     """At most `per_domain[d]` tasks of each domain (seeded), in the order `tasks` lists them; with
     `pool_first`, mined pool tasks (`meta["source"] == "pool"`) before any replay task, up to
-    `pool_budget(n, replay_share, variant_share)` of them (the places left for variants go to replay here;
-    `with_variants` takes them back)."""
+    `mined_budget(n, replay_share)` of them; pool tasks past that budget come back only where replay is short."""
     chosen: set[str] = set()
     for domain, n in per_domain.items():
         rng = random.Random(f"rft:{seed}:{domain}")
         ids = [t.task_id for t in tasks if t.domain == domain]
         if pool_first:
             mined = [t.task_id for t in tasks if t.domain == domain and is_pool(t)]
-            take = rng.sample(mined, min(pool_budget(n, replay_share, variant_share), len(mined)))
+            take = rng.sample(mined, min(mined_budget(n, replay_share), len(mined)))
             mined_ids, taken = set(mined), set(take)
             replay = [i for i in ids if i not in mined_ids]
             take += rng.sample(replay, min(n - len(take), len(replay)))
@@ -248,8 +247,7 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
     """The RFT dataset for `tasks` and how it was filtered (see module doc); `formats`: the base's SFT
     formats, for `reference_solutions`."""
     counts = RftCounts()
-    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first, config.replay_share,
-                          config.variant_share if config.variants_per_task else 0.0)
+    chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first, config.replay_share)
     if config.variants_per_task:
         chosen = with_variants(chosen, config.tasks_per_domain, config.variants_per_task, config.seed,
                                config.replay_share)

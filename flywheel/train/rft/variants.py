@@ -80,13 +80,6 @@ def mined_budget(cap: int, replay_share: float) -> int:
     return cap - math.ceil(cap * replay_share)
 
 
-def pool_budget(cap: int, replay_share: float, variant_share: float = 0.0) -> int:
-    """How many of those mined places the pool tasks themselves may take: the rest is kept for their variants,
-    which carry the reference solutions (a pool that fills the mined places alone leaves no teacher)."""
-    mined = mined_budget(cap, replay_share)
-    return mined - math.ceil(mined * variant_share)
-
-
 def with_variants(chosen: Sequence[Task], per_domain: dict[str, int], n: int, seed: int,
                   replay_share: float = 0.0) -> list[Task]:
     """`chosen` (RFT's task choice) with up to `n` variants of each pool task among them, each domain still at most
