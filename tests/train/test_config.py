@@ -62,8 +62,8 @@ def test_the_old_name_still_builds_the_run_config():
     ("train", "temperature", 0.0, "temperature: expected a number > 0"),
 ])
 def test_a_value_outside_its_field_range_is_refused_by_the_range_the_cli_and_dagster_read(config, field, value, says):
-    """Each range is declared once, on its field: construction refuses what the CLI flag and the Dagster
-    config field (both generated from that declaration) refuse, with the same words."""
+    """Each range is declared once, on its field: construction refuses the value in the range's words, and the
+    field spec that the CLI flag and the Dagster config field are generated from refuses it too."""
     from flywheel.config_fields import field_specs
     from flywheel.train.rft.config import RftConfig
 

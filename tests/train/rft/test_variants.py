@@ -88,7 +88,6 @@ def test_replay_keeps_its_share_and_every_pool_task_keeps_some_variants():
     assert [t.meta["source"] for t in greedy].count("replay") == 0 and len(greedy) == 20
 
 
-
 def test_pool_tasks_past_their_budget_are_not_drawn_back_in_as_replay():
     """The replay share is a guarantee: the pool tasks it leaves out do not return as replay fillers (they did,
     at random), unless replay alone cannot fill the domain's places (a pool-only run keeps its whole pool)."""
