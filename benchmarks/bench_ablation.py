@@ -6,6 +6,10 @@ Three arms, each in its own home, from the same base build, with the same comput
   first in RFT, then replay, the gate, the next day served by the new champion;
 - `replay_only`: the same turns with `rlvr_policy.use_pool=false`: the mined pool ignored, the same replay
   and the same number of RFT tasks and steps (the traffic, ingest and gate still run);
+- `uniform_traffic`: the same turns with `task_pool.selection=uniform`: the pool is a seeded random sample of
+  the day's logged tasks, solved ones included, with the same verifier budget, variants and reference solutions:
+  the teacher spent on traffic mining did not choose. The flywheel minus this arm is what choosing failures adds
+  beyond training on production traffic with a teacher;
 - `none`: the base itself (no training).
 
 Every arm runs once per training seed (`--seeds`; the seed of RFT's task choice, sampling and batch order;
@@ -14,7 +18,8 @@ frozen test suites under one fixed evaluation seed, so every comparison is paire
 task's difference is its mean over seeds, and the 95% interval is a bootstrap over tasks.
 
 Prints per arm and seed the overall pass@1 (and pass@8: sharpening vs new capability), then one JSON line:
-`gain_flywheel`, `gain_replay_only`, `mining_gain_over_replay` with `_ci` ([low, high]) and `_per_seed`,
+`gain_flywheel`, `gain_replay_only`, `gain_uniform_traffic`, `mining_gain_over_replay` and
+`mining_gain_over_uniform` with `_ci` ([low, high]) and `_per_seed`,
 the same on the test suite (`…_test`) and on the production suite's production-only levels (`…_new_levels`: the
 levels the SFT data never held, where only mined tasks can teach), and how many turns each arm promoted.
 
@@ -43,7 +48,11 @@ from flywheel.defaults import DEFAULT_BASE_MODEL
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "flywheel": {},
     "replay_only": {"rlvr_policy": {"use_pool": False}},
+    "uniform_traffic": {"task_pool": {"selection": "uniform"}},
 }
+CONTRASTS = {"mining_gain_over_replay": ("flywheel", "replay_only"),
+             "mining_gain_over_uniform": ("flywheel", "uniform_traffic")}
+"""Each paired figure: the first arm minus the second, where both ran."""
 QUICK_SETS = {
     "verifiers": {"max_tasks": 24},
     "rlvr_policy": {"rft_steps": 10, "rft_tasks_per_domain": {"math": 24, "code": 4, "agent": 4},
@@ -101,7 +110,30 @@ def run_arm(arm: str, seed: int, args: argparse.Namespace, root: Path) -> dict[s
     return record
 
 
-ROUND_FLAGS = {"flywheel": [], "replay_only": ["--no-use-pool"]}
+ROUND_FLAGS = {"flywheel": [], "replay_only": ["--no-use-pool"], "uniform_traffic": []}
+
+
+def uniform_pool(home: Path) -> dict[str, int]:
+    """Rebuild HOME's pool as the uniform control (`MiningConfig(selection="uniform")`) with as many valid
+    verifiers per domain as the mined pool had there: the same budget, spent on traffic mining did not choose."""
+    import duckdb
+
+    from flywheel.mining import MiningConfig, build_task_pool
+    from flywheel.verifiers.construct import ConstructConfig, build_verifiers
+    from flywheel.verifiers.registry import VerifierRegistry
+
+    con = duckdb.connect(str(home / "warehouse.duckdb"))
+    try:
+        mined = dict(con.execute("SELECT domain, count(*) FROM verifiers WHERE valid GROUP BY 1").fetchall())
+        build_task_pool(con, MiningConfig(selection="uniform"))
+        registry = VerifierRegistry()
+        try:
+            build_verifiers(con, ConstructConfig(max_tasks=sum(mined.values()), domain_weights=mined), registry)
+        finally:
+            registry.close()
+        return dict(con.execute("SELECT domain, count(*) FROM verifiers WHERE valid GROUP BY 1").fetchall())
+    finally:
+        con.close()
 
 
 def train_arm(arm: str, seed: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
@@ -114,6 +146,8 @@ def train_arm(arm: str, seed: int, args: argparse.Namespace, root: Path) -> dict
     if home.exists():
         shutil.rmtree(home)
     shutil.copytree(args.one_round, home, ignore=shutil.ignore_patterns("checkpoints", "policies", "dagster"))
+    if arm == "uniform_traffic":
+        print(f"{arm} seed {seed}: uniform pool, valid verifiers {uniform_pool(home)}", flush=True)
     base = home / "models" / "base" / args.base
     cmd = [sys.executable, "-m", "flywheel.cli", "train", "--base-model", str(base), "--release", f"abl-{arm}",
            "--init-from", "base", "--seed", str(seed), "--json", *ROUND_FLAGS[arm]]
@@ -172,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-dir", default="", help="folder holding a built <base> to copy into each arm's home "
                                                    "(default: each arm builds it)")
     ap.add_argument("--seeds", default="0,1,2", help="training seeds, comma-separated")
+    ap.add_argument("--arms", default=",".join(ARMS), help="arms to run, comma-separated (flywheel always)")
     ap.add_argument("--turns", type=int, default=3, help="turns per arm and seed")
     ap.add_argument("--day", default="2026-11-20", help="log day of each arm's first turn")
     ap.add_argument("--records", type=int, default=0, help="requests served per day (0: the turn's default)")
@@ -208,12 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     from flywheel.tasks.world_suites import suite_of
 
     seeds = [int(s) for s in args.seeds.split(",")]
+    arms = ["flywheel", *(a for a in args.arms.split(",") if a and a != "flywheel")]
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        ap.error(f"--arms: unknown {unknown}; choose from {', '.join(ARMS)}")
+    contrasts = {k: v for k, v in CONTRASTS.items() if v[1] in arms}
     tmp = tempfile.TemporaryDirectory(prefix="flywheel-ablation-") if not args.work else None
     root = Path(args.work or tmp.name)  # type: ignore[union-attr]
     run = train_arm if args.one_round else run_arm
-    runs = [run(arm, s, args, root) for s in seeds for arm in ARMS]
+    runs = [run(arm, s, args, root) for s in seeds for arm in arms]
     for r in runs:
-        print(f"{r['arm']:<12} seed {r['seed']}: promoted {sum(r['promoted'])}/{len(r['promoted'])} "
+        print(f"{r['arm']:<15} seed {r['seed']}: promoted {sum(r['promoted'])}/{len(r['promoted'])} "
               f"in {r['wall_s']:.0f}s, champion {r['champion']}", flush=True)
 
     tasks = {d: int(n) for d, n in (kv.split(":") for kv in args.eval_tasks.split(","))}
@@ -221,39 +261,42 @@ def main(argv: list[str] | None = None) -> int:
                      production_tasks=max(tasks.values()), suites=("production", "test"), derive_seed=False,
                      seed=args.eval_seed)
     base_path = FlywheelPaths(home=root / f"flywheel-s{seeds[0]}").models / "base" / args.base
+    cache = str(root / "eval_cache")  # with --resume, an arm's report under the same config is not recomputed
     reports = {("none", s): None for s in seeds}
-    base_rep = evaluate_policy(str(base_path), cfg, model=args.base)
+    base_rep = evaluate_policy(str(base_path), cfg, model=args.base, cache_dir=cache)
     for r in runs:
-        reports[(r["arm"], r["seed"])] = (evaluate_policy(r["champion_path"], cfg, model=r["champion"])
+        reports[(r["arm"], r["seed"])] = (evaluate_policy(r["champion_path"], cfg, model=r["champion"],
+                                                          cache_dir=cache)
                                           if r["champion_path"] else base_rep)
     figures: dict[str, Any] = {"base": args.base, "seeds": seeds, "turns": args.turns, "eval_seed": args.eval_seed,
-                               "eval_tasks": tasks, "test_tasks": args.test_tasks,
+                               "eval_tasks": tasks, "test_tasks": args.test_tasks, "arms": arms,
                                "promoted": {arm: sum(sum(r["promoted"]) for r in runs if r["arm"] == arm)
-                                            for arm in ARMS},
+                                            for arm in arms},
                                "arm_wall_s": {f"{r['arm']}-s{r['seed']}": r["wall_s"] for r in runs}}
     for suite, suffix in (("production", ""), ("test", "_test")):
         base_tasks = per_task(base_rep, suite)
         if not base_tasks:
             continue
-        arm_tasks = {arm: [per_task(reports[(arm, s)], suite) for s in seeds] for arm in ARMS}
+        arm_tasks = {arm: [per_task(reports[(arm, s)], suite) for s in seeds] for arm in arms}
         base_k = base_rep.metrics[f"{suite}/overall"]
         print(f"[{suite}] base pass@1 {base_k['pass@1'].value:.3f}"
               + (f" pass@8 {base_k['pass@8'].value:.3f}" if "pass@8" in base_k else ""))
-        for arm in ARMS:
+        for arm in arms:
             for s in seeds:
                 m = reports[(arm, s)].metrics[f"{suite}/overall"]
-                print(f"[{suite}] {arm:<12} seed {s}: pass@1 {m['pass@1'].value:.3f}"
+                print(f"[{suite}] {arm:<15} seed {s}: pass@1 {m['pass@1'].value:.3f}"
                       + (f" pass@8 {m['pass@8'].value:.3f}" if "pass@8" in m else ""))
-        gains = {arm: paired(arm_tasks[arm], [base_tasks] * len(seeds), args.n_boot, args.eval_seed) for arm in ARMS}
-        mining = paired(arm_tasks["flywheel"], arm_tasks["replay_only"], args.n_boot, args.eval_seed)
+        estimates = {f"gain_{arm}": paired(arm_tasks[arm], [base_tasks] * len(seeds), args.n_boot, args.eval_seed)
+                     for arm in arms}
+        estimates.update({name: paired(arm_tasks[a], arm_tasks[b], args.n_boot, args.eval_seed)
+                          for name, (a, b) in contrasts.items()})
         for unit in sorted({t.domain for t in base_rep.tasks if suite_of(t.domain) == suite}):  # where it moved
-            cells = {arm: np.mean([reports[(arm, s)].metrics[unit]["pass@1"].value for s in seeds]) for arm in ARMS}
+            cells = {arm: np.mean([reports[(arm, s)].metrics[unit]["pass@1"].value for s in seeds]) for arm in arms}
             base_u = base_rep.metrics[unit]["pass@1"].value
             print(f"[{suite}] {unit:<20} base {base_u:.3f}  " + "  ".join(f"{a} {v:.3f}" for a, v in cells.items()))
             figures.setdefault("per_unit", {})[unit] = {"base": round(base_u, 4), **{a: round(float(v), 4)
                                                                                    for a, v in cells.items()}}
-        for name, est in (("gain_flywheel", gains["flywheel"]), ("gain_replay_only", gains["replay_only"]),
-                          ("mining_gain_over_replay", mining)):
+        for name, est in estimates.items():
             figures[name + suffix] = est["value"]
             figures[f"{name}{suffix}_ci"] = est["ci"]
             figures[f"{name}{suffix}_per_seed"] = est["per_seed"]
@@ -261,19 +304,22 @@ def main(argv: list[str] | None = None) -> int:
                   f"per seed {est['per_seed']} over {est['tasks']} tasks", flush=True)
     new_ids = production_only_levels(cfg)  # where the base rarely samples a pass: what only mining can teach
     if new_ids:
-        pick = [{t: v for t, v in per_task(rep, "production").items() if t.split("/", 1)[-1] in new_ids}
-                for rep in (base_rep, *[
-            reports[(arm, s)] for arm in ARMS for s in seeds])]
-        base_new, by_arm = pick[0], {arm: pick[1 + i * len(seeds): 1 + (i + 1) * len(seeds)] for i, arm in enumerate(ARMS)}
-        for name, a, b in (("gain_flywheel", by_arm["flywheel"], [base_new] * len(seeds)),
-                           ("gain_replay_only", by_arm["replay_only"], [base_new] * len(seeds)),
-                           ("mining_gain_over_replay", by_arm["flywheel"], by_arm["replay_only"])):
+        def new_levels(rep: Any) -> dict[str, float]:
+            return {t: v for t, v in per_task(rep, "production").items() if t.split("/", 1)[-1] in new_ids}
+
+        base_new = new_levels(base_rep)
+        by_arm = {arm: [new_levels(reports[(arm, s)]) for s in seeds] for arm in arms}
+        pairs = {**{f"gain_{arm}": (by_arm[arm], [base_new] * len(seeds)) for arm in arms},
+                 **{name: (by_arm[a], by_arm[b]) for name, (a, b) in contrasts.items()}}
+        for name, (a, b) in pairs.items():
             est = paired(a, b, args.n_boot, args.eval_seed)
             figures[f"{name}_new_levels"], figures[f"{name}_new_levels_ci"] = est["value"], est["ci"]
             print(f"[production, production-only levels] {name}: {est['value']:+.4f} [{est['ci'][0]:+.4f}, "
                   f"{est['ci'][1]:+.4f}] per seed {est['per_seed']} over {est['tasks']} tasks", flush=True)
-    lo = figures.get("mining_gain_over_replay_ci", [0.0])[0]
-    figures["mining_beats_replay"] = bool(lo > 0)
+    if "mining_gain_over_replay_ci" in figures:
+        figures["mining_beats_replay"] = bool(figures["mining_gain_over_replay_ci"][0] > 0)
+    if "mining_gain_over_uniform_ci" in figures:
+        figures["mining_beats_uniform"] = bool(figures["mining_gain_over_uniform_ci"][0] > 0)
     if tmp is not None:
         tmp.cleanup()
     print(json.dumps(figures))

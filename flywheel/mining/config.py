@@ -33,6 +33,12 @@ class MiningConfig:
                                             "which the task is dropped", gt=0, le=1)
     max_pool_per_domain: int = option(2000, "task_pool rows kept per domain", ge=1)
     domains: tuple[str, ...] = option((), "domains mined into the pool; empty = every domain in the logs")
+    selection: str = option("failures", "which logged tasks make the pool: failures (the flywheel: tasks the "
+                                        "model failed, ranked by how uncertain their outcome is) | uniform (a "
+                                        "control: every logged task a verifier can be built for, solved ones "
+                                        "too, in a seeded random order; the same budget then spent on traffic "
+                                        "that mining did not choose, benchmarks/bench_ablation.py)",
+                            choices=("failures", "uniform"))
 
     def __post_init__(self) -> None:
         # configs stored by earlier versions (task_pool_runs) said None for "every"/"the latest"

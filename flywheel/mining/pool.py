@@ -20,6 +20,10 @@ ones found hard. Rank: a task teaches most when its outcome is least certain, so
 ordered by `difficulty * (1 - difficulty)` (then attempts, then task id) within each domain,
 and domains are interleaved (rank 1..D are each domain's best), so the first N rows of the
 pool are a balanced curriculum.
+
+`MiningConfig.selection="uniform"` is the control that asks whether choosing failures matters: every
+logged task with `min_attempts` attempts or a reference, solved ones included, ranked by a hash of
+its id instead of its difficulty; decontamination and near-duplicates as above.
 """
 
 from __future__ import annotations
@@ -153,7 +157,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
                sum(attempts) - sum(passes) AS fails, arg_max(last_id, last_seen) AS last_id,
                max(last_seen) AS last_seen FROM task_stats
         WHERE model IN (SELECT model FROM _pool_models) AND attempts > 0 {dom_filter}
-        GROUP BY task_id HAVING sum(passes) < sum(attempts)
+        GROUP BY task_id {"HAVING sum(passes) < sum(attempts)" if cfg.selection == "failures" else ""}
     """).fetchall()
     # the records the pool reads -- each candidate's latest record (prompt, reference) and its latest
     # failing one (the logged failing response) -- in ONE scan of task_logs: a lookup by id reads the
@@ -191,12 +195,13 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
         )
         SELECT task_id, any_value(um[-1].content) AS prompt, any_value(reference) AS reference FROM u GROUP BY task_id
     """).fetchall()
+    has_ref = f'coalesce({has_reference_sql("s.domain", "t.reference")}, false)'
+    reason = (f"CASE WHEN s.passes > 0 AND s.attempts >= {cfg.min_attempts} THEN 'frontier' "
+              f"WHEN {has_ref} THEN 'failure_with_reference' END" if cfg.selection == "failures" else
+              f"CASE WHEN s.attempts >= {cfg.min_attempts} OR {has_ref} THEN 'uniform' END")
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _pool_cand AS
-        SELECT s.* EXCLUDE (last_id, last_seen), t.prompt, t.reference,
-               CASE WHEN s.passes > 0 AND s.attempts >= {cfg.min_attempts} THEN 'frontier'
-                    WHEN coalesce({has_reference_sql("s.domain", "t.reference")}, false)
-                    THEN 'failure_with_reference' END AS reason
+        SELECT s.* EXCLUDE (last_id, last_seen), t.prompt, t.reference, {reason} AS reason
         FROM _pool_stats s JOIN _pool_text t USING (task_id) WHERE t.prompt IS NOT NULL
     """)
     con.execute("DELETE FROM _pool_cand WHERE reason IS NULL").fetchall()
@@ -232,7 +237,9 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     report.near_duplicates = int(con.execute("SELECT count(*) FROM near_duplicates").fetchall()[0][0])
     # 4. difficulty (Beta posterior with a history prior) and rank
     con.execute(DIFFICULTY_HISTORY_DDL)
-    con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain)))
+    order = (UNCERTAIN_FIRST if cfg.selection == "failures" else SEEDED_RANDOM)
+    con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain),
+                                            order=order))
     _fill_failed_responses(con)
     for d, n in con.execute("SELECT domain, count(*) FROM task_pool GROUP BY 1 ORDER BY 1").fetchall():
         report.pool_by_domain[d] = int(n)
@@ -250,6 +257,11 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     return report
 
 
+UNCERTAIN_FIRST = "difficulty * (1 - difficulty) DESC, attempts DESC, task_id"
+"""The flywheel's rank within a domain: the task whose outcome is least certain teaches most."""
+SEEDED_RANDOM = "md5(task_id), task_id"
+"""The uniform control's rank: an order no outcome informs, the same on every run (a hash of the id)."""
+
 DIFFICULTY_PRIOR_SQL = """
 CREATE OR REPLACE TABLE task_pool AS
 WITH dom AS (
@@ -266,7 +278,7 @@ WITH dom AS (
     FROM _pool_cand c JOIN dom USING (domain) LEFT JOIN hist h USING (task_id)
 ), ranked AS (
     SELECT *, row_number() OVER (PARTITION BY domain
-                                 ORDER BY difficulty * (1 - difficulty) DESC, attempts DESC, task_id) AS domain_rank
+                                 ORDER BY {order}) AS domain_rank
     FROM scored
 )
 SELECT task_id, domain, prompt, reference, CAST(NULL AS VARCHAR) AS failed_response, attempts::BIGINT AS attempts,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import date, datetime, timedelta, timezone
 
@@ -332,3 +333,24 @@ def test_every_model_of_the_latest_day_is_mined_unless_restricted(con):
     assert pool_coverage(con)["math"][1] == report.pool_by_domain["math"]
     only = build_task_pool(con, MiningConfig(model=V2), heldout=HELDOUT)
     assert only.models == [V2] and "math-K" not in {r[0] for r in con.execute("SELECT task_id FROM task_pool").fetchall()}
+
+
+def test_uniform_selection_pools_solved_tasks_too_in_an_order_no_outcome_sets(con):
+    """The control of bench_ablation: every logged task a verifier can be built for (math-B, always solved,
+    included), the same decontamination and near-duplicate removal, ranked by a hash of the id."""
+    mine_failures(con)
+    rep = build_task_pool(con, MiningConfig(selection="uniform"), heldout=HELDOUT)
+    pool = {r[0]: r[1:] for r in _rows(con, "SELECT task_id, reason, rank FROM task_pool")}
+    assert set(pool) == {"math-A", "math-B", "math-C", "code-F", "code-G", "agent-H", "agent-I"}
+    assert {v[0] for v in pool.values()} == {"uniform"} and rep.reasons == {"uniform": 7}
+    assert rep.decontaminated == 1 and rep.near_duplicates == 1  # math-E and math-D, as with failures
+    ranked = [t for t, _ in sorted(pool.items(), key=lambda kv: kv[1][1])]
+    for d in ("math", "code", "agent"):  # within a domain: the order of md5(task_id), not of difficulty
+        ids = [t for t in ranked if t.startswith(d)]
+        assert ids == sorted(ids, key=lambda t: hashlib.md5(t.encode()).hexdigest())
+    assert {t.split("-")[0] for t in ranked[:3]} == {"math", "code", "agent"}  # domains still interleave
+    again = build_task_pool(con, MiningConfig(selection="uniform"), heldout=HELDOUT)
+    assert again.pool == rep.pool and _rows(con, "SELECT task_id FROM task_pool ORDER BY rank") == [
+        (t,) for t in ranked]
+    with pytest.raises(ValueError, match="selection"):
+        MiningConfig(selection="random")
