@@ -21,7 +21,8 @@ class TurnConfig:
     records: int = option(0, "production requests the champion serves for the day (0: the production_traffic "
                              "asset's own default); ignored on a day whose logs are yours", ge=0)
     seed: int = option(0, "seed of the day's simulated traffic", ge=0)
-    train_budget_s: float = option(180.0, "wall-clock cap in seconds of the RL run inside the turn (0: no cap)",
+    train_budget_s: float = option(180.0, "cap in CPU-seconds of the training run inside the turn (0: no cap); "
+                                          "CPU time, not wall time, so a shared machine trains the same steps",
                                    ge=0)
     stop_on_failed_checks: bool = option(True, "stop before training when an ERROR-severity check of the data "
                                                "side fails (quarantine rate, pool coverage, ...); "

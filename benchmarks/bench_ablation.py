@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=3, help="turns per arm and seed")
     ap.add_argument("--day", default="2026-11-20", help="log day of each arm's first turn")
     ap.add_argument("--records", type=int, default=0, help="requests served per day (0: the turn's default)")
-    ap.add_argument("--train-budget-s", type=float, default=0, help="RL wall-clock cap per turn (0: none, so "
+    ap.add_argument("--train-budget-s", type=float, default=0, help="training CPU-seconds cap per turn (0: none, so "
                                                                     "every arm gets the same steps)")
     ap.add_argument("--set-json", default="{}", help="extra overrides for every arm, {asset: {field: value}}")
     ap.add_argument("--eval-tasks", default="math:300,code:60,agent:60", help="final evaluation tasks per domain")
