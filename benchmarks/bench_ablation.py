@@ -6,8 +6,8 @@ Three arms, each in its own home, from the same base build, with the same comput
   first in RFT, then replay, the gate, the next day served by the new champion;
 - `replay_only`: the same turns with `rlvr_policy.use_pool=false`: the mined pool ignored, the same replay
   and the same number of RFT tasks and steps (the traffic, ingest and gate still run);
-- `uniform_traffic`: the same turns with `task_pool.selection=uniform`: the pool is a seeded random sample of
-  the day's logged tasks, solved ones included, with the same verifier budget, variants and reference solutions:
+- `uniform_traffic`: the same turns with `task_pool.selection=uniform`: the pool is a sample of the day's logged
+  tasks in the order of a hash of their ids (no outcome informs it), solved ones included, with the same verifier budget, variants and reference solutions:
   the teacher spent on traffic mining did not choose. The flywheel minus this arm is what choosing failures adds
   beyond training on production traffic with a teacher;
 - `none`: the base itself (no training).

@@ -36,8 +36,8 @@ class MiningConfig:
     selection: str = option("failures", "which logged tasks make the pool: failures (the flywheel: tasks the "
                                         "model failed, ranked by how uncertain their outcome is) | uniform (a "
                                         "control: every logged task a verifier can be built for, solved ones "
-                                        "too, in a seeded random order; the same budget then spent on traffic "
-                                        "that mining did not choose, benchmarks/bench_ablation.py)",
+                                        "too, in the order of a hash of the task id; the same budget then spent "
+                                        "on traffic that mining did not choose, benchmarks/bench_ablation.py)",
                             choices=("failures", "uniform"))
 
     def __post_init__(self) -> None:
