@@ -3,7 +3,7 @@
 - `score(domain, task, response)` -> `Verdict`.
 - `score_batch(items, concurrency=...)` -> verdicts in input order. Bounded concurrency (threads
   over the warm sandbox pool / math workers), a cache lookup first, retries for infrastructure
-  errors (`VerifierInfraError`, `SandboxInfraError`) only, and a per-item wall-clock backstop on
+  errors (`VerifierInfraError`, `SandboxInfraError`) and the interpreter's own `SystemError` only, and a per-item wall-clock backstop on
   top of each verifier's own timeout. A task that cannot be judged (missing fields, unknown
   domain) gets a failed verdict with `details["error"] == "task"`, one whose plug-in broke the protocol
   (`flywheel.environments.boundary`: invalid verdict, hang) one with `"plugin"`; an item whose infrastructure
@@ -70,7 +70,7 @@ def _verify_with_retries(reg: VerifierRegistry, item: ScoreItem, retries: int, b
         try:
             got = boundary.within(lambda: v.verify(item.task, item.response), deadline_s, name, "verify")
             return boundary.check(got, name)
-        except INFRA_ERRORS:
+        except (*INFRA_ERRORS, SystemError):  # SystemError: the interpreter's fault, never the candidate's
             if attempt == retries:
                 raise
             time.sleep(backoff_s * (2**attempt))

@@ -36,6 +36,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from flywheel.environments import pyast
 from flywheel.environments.judging import MAX_RESPONSE_CHARS, require, text_to_judge
 from flywheel.environments.verdict import TaskError, Verdict, VerifierInfraError, failed, passed
 from flywheel.sandbox.base import Limits, Sandbox
@@ -56,7 +57,7 @@ _PY_TAGS = {"python", "python3", "py", ""}
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        pyast.parse(code)
         return True
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return False
@@ -64,7 +65,7 @@ def _parses(code: str) -> bool:
 
 def _defines(code: str, name: str) -> bool:
     try:
-        tree = ast.parse(code)
+        tree = pyast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return False
     for node in tree.body:
@@ -78,7 +79,7 @@ def _defines(code: str, name: str) -> bool:
 def _prompt_imports(prompt: str) -> str:
     """The prompt's top-level imports (`from typing import List`), kept for a whole-function answer."""
     try:
-        tree = ast.parse(prompt)
+        tree = pyast.parse(prompt)
         lines = [ast.get_source_segment(prompt, n) or "" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         lines = [ln for ln in prompt.splitlines() if re.match(r"^(import\s+\w|from\s+[\w.]+\s+import\s)", ln)]
@@ -110,7 +111,7 @@ def assemble(response: str, prompt: str, entry_point: str) -> tuple[str | None, 
 
 def _syntax_error(code: str) -> str:
     try:
-        ast.parse(code)
+        pyast.parse(code)
     except SyntaxError as e:
         return f"syntax error: {e.msg} (line {e.lineno})"
     except (ValueError, RecursionError, MemoryError, OverflowError) as e:
