@@ -51,7 +51,8 @@ def test_extract_answer(text: str, want: str | None) -> None:
 
 
 def test_survey_rejects_a_generator_whose_scorer_takes_a_hedge() -> None:
-    res = survey(["fraction_simplification", "gcd"], budget_s=20)
+    res = survey(["fraction_simplification", "gcd"], budget_s=120)  # the hedge is the point, not the clock:
+    # under load (the CI box beside a turn run) 20 s of wall time was not enough for gcd to qualify
     assert res["gcd"] is None
     assert "either_or scored 1.0" in res["fraction_simplification"]
 
