@@ -316,10 +316,9 @@ def main(argv: list[str] | None = None) -> int:
             figures[f"{name}_new_levels"], figures[f"{name}_new_levels_ci"] = est["value"], est["ci"]
             print(f"[production, production-only levels] {name}: {est['value']:+.4f} [{est['ci'][0]:+.4f}, "
                   f"{est['ci'][1]:+.4f}] per seed {est['per_seed']} over {est['tasks']} tasks", flush=True)
-    if "mining_gain_over_replay_ci" in figures:
-        figures["mining_beats_replay"] = bool(figures["mining_gain_over_replay_ci"][0] > 0)
-    if "mining_gain_over_uniform_ci" in figures:
-        figures["mining_beats_uniform"] = bool(figures["mining_gain_over_uniform_ci"][0] > 0)
+    for name in contrasts:  # mining_gain_over_replay -> mining_beats_replay: its interval above 0
+        if f"{name}_ci" in figures:
+            figures[name.replace("_gain_over_", "_beats_")] = bool(figures[f"{name}_ci"][0] > 0)
     if tmp is not None:
         tmp.cleanup()
     print(json.dumps(figures))

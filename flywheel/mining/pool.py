@@ -237,7 +237,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
     report.near_duplicates = int(con.execute("SELECT count(*) FROM near_duplicates").fetchall()[0][0])
     # 4. difficulty (Beta posterior with a history prior) and rank
     con.execute(DIFFICULTY_HISTORY_DDL)
-    order = (UNCERTAIN_FIRST if cfg.selection == "failures" else SEEDED_RANDOM)
+    order = UNCERTAIN_FIRST if cfg.selection == "failures" else ID_HASH_ORDER
     con.execute(DIFFICULTY_PRIOR_SQL.format(k=float(cfg.prior_strength), limit=int(cfg.max_pool_per_domain),
                                             order=order))
     _fill_failed_responses(con)
@@ -259,7 +259,7 @@ def build_task_pool(con: duckdb.DuckDBPyConnection, config: MiningConfig | None 
 
 UNCERTAIN_FIRST = "difficulty * (1 - difficulty) DESC, attempts DESC, task_id"
 """The flywheel's rank within a domain: the task whose outcome is least certain teaches most."""
-SEEDED_RANDOM = "md5(task_id), task_id"
+ID_HASH_ORDER = "md5(task_id), task_id"
 """The uniform control's rank: an order no outcome informs, the same on every run (a hash of the id)."""
 
 DIFFICULTY_PRIOR_SQL = """
