@@ -283,6 +283,23 @@ def test_no_repeat_no_duplicate_key_verdict(fields, rec, tmp_path):
     assert r.ingested == 1 and not q, q
 
 
+def test_unknown_fields_are_kept_as_written_in_document_order(tmp_path, wh):
+    """`extra` holds exactly the unknown top-level fields, in the record's order, each value as written
+    (compact), keys escaped; known names nested inside them stay; a record with none has no `extra`."""
+    from flywheel.logs.ingest import ingest
+
+    base = ('"timestamp": "2026-12-01T00:00:00Z", "task_id": "t", "domain": "math", "model": "m", '
+            '"messages": [{"role": "user", "content": "hi"}], "outcome": {"passed": true}')
+    lines = ['{"zeta": [1, {"id": null}], "id": "a", ' + base + ', "extra": {"usage": {"total": 3}}, "alpha": null}',
+             '{"id": "b", "k\\"ey": "v\\u00e9", "a\\\\b": 1.50, ' + base + '}',
+             '{"id": "c", ' + base + '}']
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    ingest(tmp_path / "a.jsonl", wh)
+    got = dict(wh.execute("SELECT id, extra FROM task_logs").fetchall())
+    assert got == {"a": '{"zeta":[1,{"id":null}],"extra":{"usage":{"total":3}},"alpha":null}',
+                   "b": '{"k\\"ey":"vé","a\\\\b":1.5}', "c": None}
+
+
 def test_leap_seconds_and_basic_format_store_the_instant_they_mean(rec, tmp_path, wh):
     from flywheel.logs.ingest import ingest
 
