@@ -3,11 +3,12 @@
 - `score(domain, task, response)` -> `Verdict`.
 - `score_batch(items, concurrency=...)` -> verdicts in input order. Bounded concurrency (threads
   over the warm sandbox pool / math workers), a cache lookup first, retries for infrastructure
-  errors (`VerifierInfraError`, `SandboxInfraError`) and the interpreter's own `SystemError` only, and a per-item wall-clock backstop on
-  top of each verifier's own timeout. A task that cannot be judged (missing fields, unknown
-  domain) gets a failed verdict with `details["error"] == "task"`, one whose plug-in broke the protocol
-  (`flywheel.environments.boundary`: invalid verdict, hang) one with `"plugin"`; an item whose infrastructure
-  kept failing raises `VerifierInfraError` (default) or yields `None` (`errors="none"`).
+  errors (`VerifierInfraError`, `SandboxInfraError`) and the interpreter's own `SystemError` only,
+  and a per-item wall-clock backstop on top of each verifier's own timeout. A task that cannot be
+  judged (missing fields, unknown domain) gets a failed verdict with `details["error"] == "task"`,
+  one whose plug-in broke the protocol (`flywheel.environments.boundary`: invalid verdict, hang) one
+  with `"plugin"`; an item whose infrastructure kept failing raises `VerifierInfraError` (default)
+  or yields `None` (`errors="none"`).
 - `make_reward_func(...)` -> `reward_func(prompts, completions, **columns) -> list[float | None]`
   for TRL's `reward_funcs` (`None` = this verifier does not apply / could not judge).
 """
