@@ -37,21 +37,28 @@ SHAREGPT_ROLES: dict[str, str] = {
 }
 """ShareGPT `from` -> canonical role (`function_call` turns become an assistant tool call)."""
 
-_NEEDS_PYTHON = (r'"content"\s*:\s*\[|"tool_calls"|"function_call"|"refusal"|"conversations"|"choices"|'
+_NEEDS_PYTHON = (r'"content"\s*:\s*\[|"function_call"|"refusal"|"conversations"|"choices"|'
                  r'"created"|"request"|"response"')
 """A line matching this (or without `"messages"`) may need more than the SQL checks (RE2)."""
+TOOL_CALLS = '"tool_calls"'
+"""A line holding this may hold tool calls: Python reads it only when they are not already canonical
+(`normalize.CANONICAL_CALLS_SQL` tells)."""
 
 
-def needs_python(lines: pa.ChunkedArray | pa.Array, fmt: str, max_line_bytes: int) -> pa.Array:
-    """True for the lines Python must read: any non-flywheel record, content parts, tool calls,
-    refusals, epoch timestamps. Lines over the line cap are left to the SQL (quarantined unparsed)."""
-    if fmt not in ("auto", "flywheel"):  # other formats and traces (flywheel.logs.traces) are read in Python
-        mask = pc.is_valid(lines)
-    else:
-        mask = pc.or_(pc.invert(pc.match_substring(lines, '"messages"')), pc.match_substring_regex(lines, _NEEDS_PYTHON + "|" + TRACE_KEYS))
+def needs_python(lines: pa.ChunkedArray | pa.Array, fmt: str, max_line_bytes: int) -> tuple[pa.Array, pa.Array]:
+    """(`must`, `calls`): `must` is True for the lines Python must read (any non-flywheel record, content
+    parts, refusals, epoch timestamps); `calls` for the other flywheel lines that hold tool calls, which
+    need Python only when a call or a message is not yet canonical. Lines over the line cap are left to
+    the SQL (quarantined unparsed)."""
     small = pc.less_equal(pc.binary_length(lines), max_line_bytes)
-    m = pc.and_(mask, small)
-    return m.combine_chunks() if isinstance(m, pa.ChunkedArray) else m
+    if fmt not in ("auto", "flywheel"):  # other formats and traces (flywheel.logs.traces) are read in Python
+        must, calls = pc.and_(pc.is_valid(lines), small), pc.and_(small, pa.scalar(False))
+    else:
+        must = pc.or_(pc.invert(pc.match_substring(lines, '"messages"')),
+                      pc.match_substring_regex(lines, _NEEDS_PYTHON + "|" + TRACE_KEYS))
+        calls = pc.and_(pc.and_(pc.invert(must), small), pc.match_substring(lines, TOOL_CALLS))
+        must = pc.and_(must, small)
+    return tuple(m.combine_chunks() if isinstance(m, pa.ChunkedArray) else m for m in (must, calls))
 
 
 def detect(rec: dict[str, Any]) -> str:

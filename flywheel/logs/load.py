@@ -144,7 +144,7 @@ class Loader:
     def _canonical(self, src: SourceFile, batch: pa.Table, unit: str) -> tuple[pa.Table, list[dict]]:
         """`normalize.canonical_batch`: the lines that need Python rewritten as canonical records, those that
         are not records as quarantine rows; a line holding several traces counts one record read per trace."""
-        out = canonical_batch(batch, self.opts.format, self.opts.max_line_bytes, unit)
+        out = canonical_batch(batch, self.opts.format, self.opts.max_line_bytes, unit, self.con)
         self._orig.update(out.originals)
         self.report.lines_read += out.extra_records
         return out.batch, [self._qrow(src, r.line_no, r.kind, r.field, r.reason, r.raw) for r in out.refused]

@@ -1,7 +1,7 @@
 """A batch of JSON lines made ready for the SQL checks: the lines JSON refuses (a bare `NaN` /
 `Infinity`, which DuckDB's parser takes) taken out, and the lines that need Python
-(`formats.needs_python`: other formats, content parts, tool calls, refusals) rewritten as
-canonical records. What is not a record comes back as `Refused` entries, which the loader
+(`formats.needs_python`: other formats, content parts, refusals, tool calls not yet in their
+canonical shape) rewritten as canonical records. What is not a record comes back as `Refused` entries, which the loader
 turns into quarantine rows."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from flywheel.logs.arrow_ops import SCAN_CHUNK
+from flywheel.logs.arrow_ops import SCAN_CHUNK, query
 from flywheel.logs.formats import Expanded, canonical_line, needs_python
 from flywheel.logs.messages import RecordError
 
@@ -62,10 +63,36 @@ def drop_json_constants(batch: pa.Table, unit: str) -> tuple[pa.Table, list[Refu
     return batch.filter(pc.invert(pc.is_in(batch["line_no"], pa.array(drop, pa.int64())))), bad
 
 
-def canonical_batch(batch: pa.Table, fmt: str, max_line_bytes: int, unit: str) -> Canonical:
+_CALLS_SHAPE = '{"messages":[{"tool_calls":[{"id":"JSON","type":"JSON","function":{"name":"JSON","arguments":"JSON"}}]}]}'
+"""The parts of a line's tool calls the check reads, each as its JSON text (a string's starts with `"`)."""
+_CALL_OK = ("""starts_with(c.id, '"') AND c.id <> '""' AND c.type = '"function"' AND starts_with(c.function.name, '"') """
+            """AND c.function.name <> '""' AND (c.function.arguments IS NULL OR starts_with(c.function.arguments, '"'))""")
+CANONICAL_CALLS_SQL = f"""
+SELECT line_no FROM (
+    SELECT line_no, TRY(json_transform(line, '{_CALLS_SHAPE}')).messages AS ms,
+           TRY(json_type(line, '$.messages[*].tool_calls')) AS types FROM _t)
+WHERE NOT coalesce(ms IS NOT NULL AND list_bool_and(list_transform(types, lambda t: coalesce(t IN ('ARRAY', 'NULL'), false))) IS NOT FALSE
+                   AND list_bool_and(list_transform(flatten(list_transform(ms, lambda m: coalesce(m.tool_calls, []))),
+                                                    lambda c: coalesce({_CALL_OK}, false))) IS NOT FALSE, false)
+"""
+"""The lines of `_t` (line_no, line) whose tool calls Python must rewrite (`messages.tool_call`): a call
+that is not an object with a non-empty string `id`, `type` "function" and a `function` with a non-empty
+string `name` and string (or no) `arguments` -- object arguments, a missing id, a call written as a
+string -- and `tool_calls` that is not a list. A line whose calls all have that shape is taken by the
+SQL checks as written, as a line without calls is: its keys in their order, a null-valued key kept
+(Python would drop it), an empty `tool_calls` kept. Two parses of the line, not a Python decode."""
+
+
+def canonical_batch(batch: pa.Table, fmt: str, max_line_bytes: int, unit: str,
+                    con: duckdb.DuckDBPyConnection) -> Canonical:
     """`batch` with the lines that need Python rewritten as canonical records (`formats.canonical_line`),
-    and those that are not records of any format (or hold a malformed message) refused."""
-    mask = needs_python(batch["line"], fmt, max_line_bytes)
+    and those that are not records of any format (or hold a malformed message) refused. Lines whose tool
+    calls are already canonical (`CANONICAL_CALLS_SQL`, run on `con`) skip Python."""
+    mask, calls = needs_python(batch["line"], fmt, max_line_bytes)
+    if pc.any(calls).as_py():
+        odd = query(con, CANONICAL_CALLS_SQL, _t=batch.filter(calls).select(["line_no", "line"]))["line_no"]
+        if len(odd):
+            mask = pc.or_(mask, pc.is_in(batch["line_no"], odd.combine_chunks()))
     if not pc.any(mask).as_py():
         return Canonical(batch)
     slow = batch.filter(mask)
