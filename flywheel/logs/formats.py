@@ -56,7 +56,7 @@ def needs_python(lines: pa.ChunkedArray | pa.Array, fmt: str, max_line_bytes: in
     else:
         must = pc.or_(pc.invert(pc.match_substring(lines, '"messages"')),
                       pc.match_substring_regex(lines, _NEEDS_PYTHON + "|" + TRACE_KEYS))
-        calls = pc.and_(pc.and_(pc.invert(must), small), pc.match_substring(lines, TOOL_CALLS))
+        calls = pc.and_(pc.and_(pc.invert(must), small), pc.match_substring_regex(lines, TOOL_CALLS))  # RE2: memchr
         must = pc.and_(must, small)
     return tuple(m.combine_chunks() if isinstance(m, pa.ChunkedArray) else m for m in (must, calls))
 

@@ -116,16 +116,15 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
     """The lines of one chunk as a table (`line_no`, `line`; blank lines dropped: they are not records),
     and the lines that are not UTF-8 as (line number, kind, reason, raw text with the bad bytes escaped)."""
     bad: list[tuple[int, str, str, str]] = []
-    lone_cr = piece.count(b"\r") != piece.count(b"\r\n")  # else a CRLF line keeps its CR: JSON whitespace
+    lone_cr = b"\r" in piece and piece.count(b"\r") != piece.count(b"\r\n")  # else a CRLF line keeps its CR
     try:
-        text = piece.decode("utf-8")
-        whole = pa.array([text], pa.large_string())
+        whole = _utf8(piece)
         split = pc.split_pattern_regex(whole, r"\r\n|\r|\n") if lone_cr else pc.split_pattern(whole, "\n")
         arr = pc.list_flatten(split)
-        if text.endswith(("\n", "\r")):
+        if piece.endswith((b"\n", b"\r")):
             arr = arr.slice(0, len(arr) - 1)
         line_no = np.arange(before + 1, before + 1 + len(arr), dtype=np.int64)
-    except UnicodeDecodeError:  # slow path for this chunk only: find the bad lines
+    except pa.ArrowInvalid:  # not UTF-8: the slow path for this chunk only finds the bad lines
         raw_lines = re.split(rb"\r\n|\r|\n", piece) if lone_cr else piece.split(b"\n")
         if piece.endswith((b"\n", b"\r")):
             raw_lines.pop()
@@ -141,8 +140,16 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
         arr, line_no = pa.array(good, pa.large_string()), np.asarray(nos, dtype=np.int64)
     batch = pa.table({"line_no": line_no, "line": arr})
     batch = pa.Table.from_batches(batch.to_batches(max_chunksize=SCAN_CHUNK), schema=batch.schema)  # may be empty
-    batch = batch.filter(pc.invert(pc.match_substring_regex(batch["line"], r"^\s*$")))  # blank: not records
-    return batch, bad
+    blank = pc.match_substring_regex(batch["line"], r"^\s*$")  # blank lines are not records
+    return (batch.filter(pc.invert(blank)) if pc.any(blank).as_py() else batch), bad
+
+
+def _utf8(piece: bytes) -> pa.LargeStringArray:
+    """`piece` as one Arrow string, its bytes not copied (a chunk is tens of MiB, and fresh pages cost
+    more than the copy); ArrowInvalid when it is not UTF-8 (Arrow's validation, a SIMD pass)."""
+    offsets = pa.py_buffer(np.array([0, len(piece)], dtype=np.int64))
+    raw = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(piece)])
+    return raw.cast(pa.large_string())
 
 
 def is_json_document(src: SourceFile) -> bool:

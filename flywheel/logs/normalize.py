@@ -44,7 +44,8 @@ class Canonical:
 def drop_json_constants(batch: pa.Table, unit: str) -> tuple[pa.Table, list[Refused]]:
     """`batch` without the lines holding a bare `NaN` / `Infinity` (DuckDB's parser takes them; JSON
     does not), and those lines refused. An RE2 test picks the few lines that may hold one."""
-    mask = pc.match_substring_regex(batch["line"], r"NaN|Infinity")
+    # one RE2 search per literal: each is a memchr scan, their alternation a DFA step per byte (10x slower)
+    mask = pc.or_(pc.match_substring_regex(batch["line"], "NaN"), pc.match_substring_regex(batch["line"], "Infinity"))
     if not pc.any(mask).as_py():
         return batch, []
     bad, drop = [], []
