@@ -123,6 +123,8 @@ def timestamp_sql(text: str) -> str:
             f"THEN CASE WHEN {rewrite} THEN {norm} ELSE {text} END END AS TIMESTAMPTZ), {basic}, {leap})")
 
 
+_TEXT_FIELDS = ("id", "timestamp", *STRING_FIELDS)
+"""The fields whose unquoted string the checks read (`s_*`): not the JSON ones, whose text would be copied again."""
 _BIG_INT = "t_id = 'DOUBLE' AND regexp_full_match(s_id, '-?[0-9]+')"
 _PRESENT = " + ".join(f"(j_{f} IS NOT NULL)::INT" for f in FIELDS)
 """How many known fields the object holds: the path extraction finds each once (`j_*` not NULL)."""
@@ -137,6 +139,8 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     in one pass over the line, then the checks in order, the first that fails naming the reason.
     `unit` is what a reason calls a line: `line`, or `record` for the elements of a JSON array file."""
     paths = "[" + ", ".join(f"'$.{f}'" for f in FIELDS) + "]"
+    vpaths = paths[:-1] + ", '$.extra']"  # the values, and an `extra` object's (the flywheel's own exports hold one)
+    spaths = "[" + ", ".join(f"'$.{f}'" for f in _TEXT_FIELDS) + "]"
     known = "[" + ", ".join(f"'{f}'" for f in FIELDS) + "]"
     cap, P = opts.max_field_bytes, unit
     per = "per line" if unit == "line" else "per record"
@@ -179,18 +183,19 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
                    _msg(P, "'field ''timestamp'': ''' || left(s_timestamp, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
     checks.append(_message_check(P))
-    cols = ", ".join(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}, s[{i + 1}] AS s_{f}" for i, f in enumerate(FIELDS))
+    cols = ", ".join([*(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}" for i, f in enumerate(FIELDS)),
+                      *(f"s[{i + 1}] AS s_{f}" for i, f in enumerate(_TEXT_FIELDS)), f"v[{len(FIELDS) + 1}] AS j_extra"])
     return f"""
     WITH a AS (  -- one parse: TRY(json_type) is NULL exactly when the line is not JSON
         SELECT line_no, line, TRY(json_type(line)) AS top FROM _b
     ), a2 AS (  -- `ok` and `top` in their own step: were json_type(line) repeated in b's guards, DuckDB
                 --  would hoist the shared call out of the CASEs and run it on malformed lines too
         SELECT line_no, line, top IS NOT NULL AS ok, top FROM a
-    ), b AS (  -- one pass each for the values, their JSON types and their unquoted strings (paths in FIELDS order)
+    ), b AS (  -- one pass each for the values, their JSON types and the unquoted strings of the text fields
         SELECT line_no, line, ok, top,
-               CASE WHEN top = 'OBJECT' THEN json_extract(line, {paths}) END AS v,
+               CASE WHEN top = 'OBJECT' THEN json_extract(line, {vpaths}) END AS v,
                CASE WHEN top = 'OBJECT' THEN json_type(line, {paths}) END AS t,
-               CASE WHEN top = 'OBJECT' THEN json_extract_string(line, {paths}) END AS s
+               CASE WHEN top = 'OBJECT' THEN json_extract_string(line, {spaths}) END AS s
         FROM a2
     ), c AS (
         SELECT line_no, line, ok, top, {cols}, CASE WHEN top = 'OBJECT' THEN json_keys(line) END AS k
@@ -199,11 +204,14 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
                 --  values beside its keys (`$.*`, in the same order), the known ones left out; each value is
                 --  cut out as written, never the whole line rebuilt (json_merge_patch built a mutable copy of
                 --  every such line: ~45% of this query's memory on lines that carry an `extra` object)
-        SELECT *, CASE WHEN odd_keys THEN list_filter(list_zip(k, json_extract(line, '$.*')),
+        --  (the common case, `extra` the one unknown key, reads the value already extracted)
+        SELECT *, CASE WHEN odd_keys AND unknown <> ['extra'] THEN list_filter(list_zip(k, json_extract(line, '$.*')),
                                                       lambda p: NOT list_contains({known}, p[1])) END AS u
-        FROM (SELECT *, len(k) <> {_PRESENT} AS odd_keys FROM c)
+        FROM (SELECT *, CASE WHEN odd_keys THEN list_filter(k, lambda x: NOT list_contains({known}, x)) END AS unknown
+              FROM (SELECT *, len(k) <> {_PRESENT} AS odd_keys FROM c))
     ), c3 AS (
-        SELECT *, CASE WHEN len(u) > 0 THEN '{{' || array_to_string(list_transform(
+        SELECT *, CASE WHEN unknown = ['extra'] THEN '{{"extra":' || j_extra || '}}'
+                       WHEN len(u) > 0 THEN '{{' || array_to_string(list_transform(
                   u, lambda p: to_json(p[1])::VARCHAR || ':' || p[2]::VARCHAR), ',') || '}}' END AS x_extra
         FROM c2
     ), d AS (

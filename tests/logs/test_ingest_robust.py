@@ -292,12 +292,15 @@ def test_unknown_fields_are_kept_as_written_in_document_order(tmp_path, wh):
             '"messages": [{"role": "user", "content": "hi"}], "outcome": {"passed": true}')
     lines = ['{"zeta": [1, {"id": null}], "id": "a", ' + base + ', "extra": {"usage": {"total": 3}}, "alpha": null}',
              '{"id": "b", "k\\"ey": "v\\u00e9", "a\\\\b": 1.50, ' + base + '}',
-             '{"id": "c", ' + base + '}']
+             '{"id": "c", ' + base + '}',
+             '{"id": "d", ' + base + ', "extra": {"k\\"ey": [1.50, "\u00e9", null]}}',  # the common case: `extra` alone
+             '{"id": "e", ' + base + ', "extra": 1, "extra": 2}']
     (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
     ingest(tmp_path / "a.jsonl", wh)
     got = dict(wh.execute("SELECT id, extra FROM task_logs").fetchall())
     assert got == {"a": '{"zeta":[1,{"id":null}],"extra":{"usage":{"total":3}},"alpha":null}',
-                   "b": '{"k\\"ey":"vé","a\\\\b":1.5}', "c": None}
+                   "b": '{"k\\"ey":"vé","a\\\\b":1.5}', "c": None, "d": '{"extra":{"k\\"ey":[1.5,"é",null]}}'}
+    assert wh.execute("SELECT kind FROM quarantine").fetchall() == [("duplicate_key",)]
 
 
 def test_leap_seconds_and_basic_format_store_the_instant_they_mean(rec, tmp_path, wh):
