@@ -71,17 +71,18 @@ _CALL_OK = ("""starts_with(c.id, '"') AND c.id <> '""' AND c.type = '"function"'
 CANONICAL_CALLS_SQL = f"""
 SELECT line_no FROM (
     SELECT line_no, TRY(json_transform(line, '{_CALLS_SHAPE}')).messages AS ms,
-           TRY(json_type(line, '$.messages[*].tool_calls')) AS types FROM _t)
+           TRY(json_type(line, '$.messages[*].tool_calls')) AS types FROM _t WHERE calls)
 WHERE NOT coalesce(ms IS NOT NULL AND list_bool_and(list_transform(types, lambda t: coalesce(t IN ('ARRAY', 'NULL'), false))) IS NOT FALSE
                    AND list_bool_and(list_transform(flatten(list_transform(ms, lambda m: coalesce(m.tool_calls, []))),
                                                     lambda c: coalesce({_CALL_OK}, false))) IS NOT FALSE, false)
 """
-"""The lines of `_t` (line_no, line) whose tool calls Python must rewrite (`messages.tool_call`): a call
-that is not an object with a non-empty string `id`, `type` "function" and a `function` with a non-empty
-string `name` and string (or no) `arguments` -- object arguments, a missing id, a call written as a
-string -- and `tool_calls` that is not a list. A line whose calls all have that shape is taken by the
-SQL checks as written, as a line without calls is: its keys in their order, a null-valued key kept
-(Python would drop it), an empty `tool_calls` kept. Two parses of the line, not a Python decode."""
+"""Of the lines of `_t` (line_no, line, calls) marked `calls`, those whose tool calls Python must rewrite
+(`messages.tool_call`): a call that is not an object with a non-empty string `id`, `type` "function"
+and a `function` with a non-empty string `name` and string (or no) `arguments` -- object arguments, a
+missing id, a call written as a string -- and `tool_calls` that is not a list. A line whose calls all
+have that shape is taken by the SQL checks as written, as a line without calls is: its keys in their
+order, a null-valued key kept (Python would drop it), an empty `tool_calls` kept. Two parses of the
+line instead of a Python decode."""
 
 
 def canonical_batch(batch: pa.Table, fmt: str, max_line_bytes: int, unit: str,
@@ -91,7 +92,8 @@ def canonical_batch(batch: pa.Table, fmt: str, max_line_bytes: int, unit: str,
     calls are already canonical (`CANONICAL_CALLS_SQL`, run on `con`) skip Python."""
     mask, calls = needs_python(batch["line"], fmt, max_line_bytes)
     if pc.any(calls).as_py():
-        odd = query(con, CANONICAL_CALLS_SQL, _t=batch.filter(calls).select(["line_no", "line"]))["line_no"]
+        flagged = pa.table({"line_no": batch["line_no"], "line": batch["line"], "calls": calls})  # no copy of the text
+        odd = query(con, CANONICAL_CALLS_SQL, _t=flagged)["line_no"]
         if len(odd):
             mask = pc.or_(mask, pc.is_in(batch["line_no"], odd.combine_chunks()))
     if not pc.any(mask).as_py():

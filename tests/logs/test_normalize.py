@@ -55,7 +55,8 @@ def _line(messages: list[dict]) -> str:
 
 
 def _table(lines: list[str]) -> pa.Table:
-    return pa.table({"line_no": pa.array(range(1, len(lines) + 1), pa.int64()), "line": pa.array(lines, pa.large_string())})
+    return pa.table({"line_no": pa.array(range(1, len(lines) + 1), pa.int64()), "line": pa.array(lines, pa.large_string()),
+                     "calls": pa.array([True] * len(lines))})
 
 
 def _meaning(text: str) -> list[dict]:
@@ -105,7 +106,7 @@ def test_whatever_the_sql_lets_through_python_would_store_alike(calls, content):
 
 def test_only_lines_with_odd_tool_calls_are_rewritten_in_python():
     lines = [_line(m) for m in CANONICAL] + [_line(ODD[0]), _line(ODD[1])]
-    out = canonical_batch(_table(lines), "flywheel", 1 << 20, "line", duckdb.connect())
+    out = canonical_batch(_table(lines).drop_columns(["calls"]), "flywheel", 1 << 20, "line", duckdb.connect())
     n = len(CANONICAL)
     assert set(out.originals) == {n + 1}
     assert [(r.line_no, r.field) for r in out.refused] == [(n + 2, "messages[0].tool_calls[0].id")]
