@@ -70,46 +70,72 @@ def _first_break(data: bytes) -> int:
     return min(found) if found else -1
 
 
+READ_BYTES = 4 << 20
+"""Bytes per read of a JSONL stream: whole lines gather into chunks of `jsonl_chunk_bytes`, but what is
+held beyond them is at most one read and the line in progress (a gzip bomb's line costs ~the line cap)."""
+
+
 def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                  max_ratio: float) -> Iterator[tuple[int, bytes] | Skipped]:
-    """Yield (lines before this chunk, chunk of whole lines) from a JSONL file, any compression; lines
-    end at LF, CRLF or a lone CR. A line longer than `max_line_bytes` that spans chunks is not
-    buffered: it streams by and is yielded as `Skipped` (with its first bytes). Raises `TooExpanded`
-    past the decompression cap."""
+    """Yield (lines before this chunk, chunk of whole lines of about `chunk_bytes`) from a JSONL file,
+    any compression; lines end at LF, CRLF or a lone CR. A line longer than `max_line_bytes` that spans
+    reads is not buffered: it streams by and is yielded as `Skipped` (with its first bytes), after the
+    lines before it. Raises `TooExpanded` past the decompression cap, after the whole lines read."""
+    pending: list[bytes] = []  # whole lines read, not yet yielded
+    size, start = 0, 0
+
+    def flush() -> Iterator[tuple[int, bytes]]:
+        nonlocal pending, size
+        if pending:
+            yield start, b"".join(pending) if len(pending) > 1 else pending[0]
+        pending, size = [], 0
+
     with open_stream(src, max_ratio) as f:
-        buf, done, first, skip, head, cr = b"", 0, True, 0, b"", False
+        buf, done, first, skip, head, cr = bytearray(), 0, True, 0, b"", False  # buf: the line in progress
         while True:
-            data = f.read(chunk_bytes)
+            try:
+                data = f.read(min(chunk_bytes, READ_BYTES))
+            except TooExpanded:
+                yield from flush()
+                raise
             if first:  # a UTF-8 byte-order mark is not part of line 1
                 data, first = data.removeprefix(b"\xef\xbb\xbf"), False
             if cr and data.startswith(b"\n"):  # the LF of a CRLF whose CR ended the last read
                 data = data[1:]
             cr = False
             if not data:
+                yield from flush()
                 if skip:
                     yield too_large("line", done + 1, skip, max_line_bytes, head)
                 elif buf:
-                    yield done, buf
+                    yield done, bytes(buf)
                 return
             if skip:
                 nl = _first_break(data)
                 if nl < 0:
                     skip += len(data)
                     continue
+                yield from flush()
                 yield too_large("line", done + 1, skip + nl, max_line_bytes, head)
                 end = nl + 2 if data[nl:nl + 2] == b"\r\n" else nl + 1
                 cr = end == len(data) and data.endswith(b"\r")
                 done, skip, data = done + 1, 0, data[end:]
-            buf += data
+            buf += data  # in place: a long line in progress is never copied whole
             cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
             if cut == len(buf) - 1 and buf.endswith(b"\r"):  # its LF may come with the next read
                 cut = max(buf.rfind(b"\n", 0, cut), buf.rfind(b"\r", 0, cut))
             if cut >= 0:
-                piece, buf = buf[: cut + 1], buf[cut + 1 :]
-                yield done, piece
+                piece = bytes(buf[: cut + 1])
+                del buf[: cut + 1]  # O(1): a bytearray drops its head in place
+                if not pending:
+                    start = done
+                pending.append(piece)
+                size += len(piece)
                 done += _breaks(piece)
+                if size >= chunk_bytes:
+                    yield from flush()
             if len(buf) > max_line_bytes:  # the line in progress is already too long: let it stream by
-                head, skip, buf = buf[:HEAD_BYTES], len(buf), b""
+                head, skip, buf = bytes(buf[:HEAD_BYTES]), len(buf), bytearray()
 
 
 def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, str, str, str]]]:
