@@ -87,8 +87,7 @@ class _Scan:
         self.parts.append(piece)
         self.size += len(piece)
         if self.size > self.cap:  # too big to keep: remember its start, drop the rest as it streams by
-            head = b"".join(self.parts)[:HEAD_BYTES]
-            self.parts, self.skipping = [head], True
+            self.parts, self.skipping = [_head(self.parts)], True
 
     def _end(self) -> tuple[int, bytes] | Skipped | None:
         """The element in progress, finished (None for the nothing before `]` of `[]` or after `[1,`)."""
@@ -152,11 +151,21 @@ class _Scan:
             return []
         if self.state == "before":
             raise ValueError("not a JSON array")
-        head = b"".join(self.parts)[:HEAD_BYTES]
+        head = _head(self.parts)
         if not head.strip(_WS):
             return [Skipped(0, "unreadable_file", "the file ends before the JSON array closes", b"")]
         return [Skipped(self.index, "invalid_json", f"record {self.index}: truncated JSON: the file ends before "
                         "this record and the array close", head)]
+
+
+def _head(parts: list[bytes]) -> bytes:
+    """The first HEAD_BYTES of the parts, without joining them (a record at the cap is MiBs of them)."""
+    out = bytearray()
+    for p in parts:
+        out += p[: HEAD_BYTES - len(out)]
+        if len(out) >= HEAD_BYTES:
+            break
+    return bytes(out)
 
 
 def array_records(stream, max_record_bytes: int, read_bytes: int = READ_BYTES) -> Iterator[tuple[int, bytes] | Skipped]:
