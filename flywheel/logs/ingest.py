@@ -121,6 +121,7 @@ def ingest(
                     if getattr(e, "_flywheel_caller", False):
                         raise
                     loader.file_quarantine(src, f"file could not be ingested ({type(e).__name__}: {str(e)[:300]})")
+            loader.finish()
         report.seconds = time.perf_counter() - t0
         if not report.balanced:
             raise AssertionError(f"ingest lost count (a bug): {report}")

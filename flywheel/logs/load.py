@@ -59,6 +59,7 @@ class Loader:
         self._jsonl_sql = {u: lean_sql(jsonl_sql(opts, u), ()) for u in ("line", "record")}
         self._orig: dict[int, str] = {}  # this batch's lines as read, where Python rewrote them
         self._names: dict[str, str] = {}  # file name -> as stored (`stored_name`)
+        self._inflight: tuple[SourceFile | None, int] = (None, 0)  # the file and rows of the batch in `stage`
         self.out = PartWriter(task_logs_dir(con), report.run_id, pool, opts.workers)
         self.stage = BatchStage(con, self.out, report, pool, opts.workers, opts.redact, log_date, self.now)
 
@@ -67,24 +68,42 @@ class Loader:
         self.stage.close()
 
     def _settled(self, read: Callable[[SourceFile], None], src: SourceFile) -> None:
-        """`read(src)`, then its last batch committed; on an error the batches already done still are."""
+        """`read(src)`; on an error the batches already done are committed. Its last batch stays in flight,
+        so the next file's first query overlaps its redaction and encoding (`finish` commits the last one)."""
         try:
             read(src)
         except BaseException:
             try:
-                self.stage.settle()
+                self._settle(src)
             except Exception:  # noqa: BLE001 -- the first error is the one to report
                 self.stage.drop()
             raise
-        self.stage.settle()
+
+    def _settle(self, src: SourceFile | None) -> None:
+        """Commit the batch in flight. One an earlier file left in flight that fails is charged to that
+        file -- its rows become one `unreadable_file` entry, as a failing batch does within a file -- and
+        `src` goes on; a batch of `src` itself that fails raises (its file is then quarantined)."""
+        owner, rows = self._inflight
+        self._inflight = (None, 0)
+        try:
+            self.stage.settle()
+        except Exception as e:
+            if owner is None or owner is src:
+                raise
+            self.report.lines_read -= rows
+            self._file_error(owner, f"its last {rows:,} rows could not be stored ({type(e).__name__}: {str(e)[:300]})")
+
+    def finish(self) -> None:
+        """Commit the last batch of the run (a failure is charged to its file)."""
+        self._settle(None)
 
     # -- readers ------------------------------------------------------------------------------
     def load_jsonl(self, src: SourceFile) -> None:
-        """`_load_jsonl`, its last batch committed."""
+        """`_load_jsonl`, its last batch left in flight (`finish`)."""
         self._settled(self._load_jsonl, src)
 
     def load_parquet(self, src: SourceFile) -> None:
-        """`_load_parquet`, its last batch committed."""
+        """`_load_parquet`, its last batch left in flight (`finish`)."""
         self._settled(self._load_parquet, src)
 
     def _load_jsonl(self, src: SourceFile) -> None:
@@ -219,6 +238,10 @@ class Loader:
         """A whole file refused (or failed mid-way): rows of it already stored stay; what was counted
         but not accounted for in the failing batch, and the rest of the file, become one
         `unreadable_file` entry counted as one record read."""
+        try:
+            self._settle(src)  # an earlier file's batch in flight is counted first
+        except Exception:  # noqa: BLE001 -- a batch of `src` itself: its rows are part of what is refused
+            self.stage.drop()
         self._orig = {}
         r = self.report
         r.lines_read = r.ingested + r.quarantined + r.duplicates
@@ -247,7 +270,7 @@ class Loader:
             t0 = time.perf_counter()
             cand, key_found = redact_keys(self.con, cand, self.pool)
             self.report.redact_seconds += time.perf_counter() - t0
-        self.stage.settle()  # the batch before commits its keys before this one looks them up
+        self._settle(src)  # the batch before commits its keys before this one looks them up
         cand = self._drop_stored(cand)
         if len(cand):
             h = cand["h"].to_numpy()
@@ -266,6 +289,7 @@ class Loader:
         if n:  # redacted and encoded in the background while the next batch is validated (`stage`)
             self.stage.submit(pa.table({**cols, "line_no": cand["line_no"], "redactions": red, "h": cand["h"]}),
                               self.stored_name(src))
+            self._inflight = (src, n)
 
     def _drop_stored(self, cand: pa.Table) -> pa.Table:
         """`cand` without the rows whose id is already in `task_log_ids` (duplicates). The join runs

@@ -226,6 +226,7 @@ def test_parquet_off_local_disk_matches_the_duckdb_read_path(tmp_path):
         with ThreadPoolExecutor(opts.workers) as pool:
             loader = Loader(con, opts, None, rep, None, pool)
             loader.load_parquet(SourceFile(fs, path, "x.parquet", "parquet"))
+            loader.finish()
         seen[mode] = (rep.lines_read, rep.ingested, rep.quarantined, rep.duplicates, rep.redactions_by_kind,
                       con.sql("SELECT * EXCLUDE (ingested_at) FROM task_logs ORDER BY source_line").fetchall(),
                       con.sql("SELECT source_line, reason FROM quarantine ORDER BY 1").fetchall())

@@ -173,7 +173,9 @@ def test_parquet_columns_named_like_internal_aliases_never_shadow_fields(remote,
     ensure_tables(con)
     r = IngestReport(run_id=uuid.uuid4().hex)
     with ThreadPoolExecutor(2) as pool:
-        Loader(con, IngestOptions(), None, r, None, pool).load_parquet(SourceFile(fs, path, "p.parquet", "parquet"))
+        loader = Loader(con, IngestOptions(), None, r, None, pool)
+        loader.load_parquet(SourceFile(fs, path, "p.parquet", "parquet"))
+        loader.finish()
     assert r.balanced and r.ingested == 3 and r.quarantined == 1, r
     got = con.sql("SELECT id, task_id, messages, extra FROM task_logs ORDER BY id").fetchall()
     assert [g[0] for g in got] == ["rp0", "rp1", "rp2"]

@@ -55,3 +55,30 @@ def test_pipelined_batches_store_what_one_batch_stores(tmp_path):
                      con.sql("SELECT count(*) FROM task_log_ids").fetchall()))
         con.close()
     assert seen[0] == seen[1] and seen[0][0] == 4000 and seen[0][1] == 50 and seen[0][2] > 0
+
+
+def test_a_file_s_last_batch_fails_while_the_next_file_is_read(tmp_path, wh, monkeypatch):
+    """A file's last batch is still being encoded when the next file's first batch is validated; when it
+    fails, its rows are charged to its own file (one `unreadable_file` entry naming it), the next file
+    is stored whole, and the conservation law holds."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    pq.write_table(synthetic_table(0, 2000, 11), folder / "a.parquet", row_group_size=1000)
+    pq.write_table(synthetic_table(1, 3000, 12), folder / "b.parquet", row_group_size=1000)
+    real, calls = writer.PartWriter._encode, []
+
+    def flaky(job):
+        calls.append(len(job[0]))
+        if len(calls) == 2:  # a.parquet's second and last batch
+            raise OSError("disk full")
+        return real(job)
+
+    monkeypatch.setattr(writer.PartWriter, "_encode", staticmethod(flaky))
+    opts = IngestOptions(parquet_batch_rows=1000, workers=1)
+    r = ingest(folder, wh, options=opts, log_date="2026-12-01")
+    assert (r.ingested, r.duplicates, r.quarantined) == (4000, 0, 1) and r.balanced
+    (name, reason), = wh.sql("SELECT source_file, reason FROM quarantine WHERE kind = 'unreadable_file'").fetchall()
+    assert name.endswith("/a.parquet") and "its last 1,000 rows could not be stored" in reason and "disk full" in reason
+    assert wh.sql("SELECT regexp_extract(source_file, '[^/]+$'), count(*) FROM task_logs GROUP BY 1 ORDER BY 1"
+                  ).fetchall() == [("a.parquet", 1000), ("b.parquet", 3000)]
+    assert not list(task_logs_dir(wh).rglob(".*.tmp"))
