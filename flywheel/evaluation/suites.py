@@ -55,6 +55,10 @@ class EvalConfig:
                                      choices=SUITES)
     production_tasks: int = option(150, "tasks per domain of the production suite (at most the domain's "
                                         "tasks_per_domain)", ge=0)
+    production_domain_tasks: Mapping[str, int] = option({}, "production-suite tasks of these domains, not capped "
+                                                            "by their held-out size: {\"agent\": 200} reads agent "
+                                                            "on 200 production tasks while its in-distribution "
+                                                            "held-out stays at 60 (each an evaluated domain)", ge=0)
     test_tasks: int = option(100, "tasks per domain of the test suite (at most the domain's tasks_per_domain)",
                              ge=0)
     price_per_1k_prompt_tokens: float = option(0.0005, "USD per 1000 prompt tokens", ge=0)
@@ -83,6 +87,11 @@ class EvalConfig:
             tasks.update({d: n for d, n in extra.items() if d not in tasks})
         object.__setattr__(self, "tasks_per_domain", MappingProxyType(tasks))
         object.__setattr__(self, "domain_tasks", MappingProxyType(dict(self.domain_tasks)))
+        idle = sorted(d for d in self.production_domain_tasks if not tasks.get(d))
+        if idle:
+            raise ValueError(f"EvalConfig.production_domain_tasks names {idle}, not evaluated (tasks_per_domain "
+                             f"holds {sorted(d for d, n in tasks.items() if n)})")
+        object.__setattr__(self, "production_domain_tasks", MappingProxyType(dict(self.production_domain_tasks)))
 
     def seeded_from(self, subject: str, inputs: Sequence[str]) -> EvalConfig:
         """This config with the seed `derived_seed(subject, inputs)` when `derive_seed` is on, else unchanged.
@@ -106,6 +115,7 @@ class EvalConfig:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["tasks_per_domain"] = dict(self.tasks_per_domain)
         d["domain_tasks"] = dict(self.domain_tasks)
+        d["production_domain_tasks"] = dict(self.production_domain_tasks)
         return d
 
     def to_params(self) -> dict[str, Any]:
@@ -113,6 +123,7 @@ class EvalConfig:
         d = self.to_dict()
         tpd = d.pop("tasks_per_domain")
         d["domain_tasks"] = json.dumps(d["domain_tasks"], sort_keys=True)
+        d["production_domain_tasks"] = json.dumps(d["production_domain_tasks"], sort_keys=True)
         d.update({f"eval_tasks_{k}": v for k, v in tpd.items()})
         return {k if k.startswith("eval_") else f"eval_{k}": v for k, v in d.items()}
 
@@ -127,13 +138,15 @@ def derived_seed(subject: str, inputs: Sequence[str]) -> int:
 def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:
     """Each suite's first tasks of each domain (deterministic, independent of seed), keyed by report unit
     (`math`, `production/math`, `test/math`): `tasks_per_domain[d]` per domain (at most `production_tasks`
-    and `test_tasks` in those suites); an environment's domain generates only as many as asked, and a suite a domain lacks
+    and `test_tasks` in those suites; `production_domain_tasks[d]` in the production suite where given); an environment's domain generates only as many as asked, and a suite a domain lacks
     is left out."""
     out: dict[str, list[Task]] = {}
     for suite in (s for s in SUITES if s in config.suites):
         for d in config.domains:
             cap = {"production": config.production_tasks, "test": config.test_tasks}.get(suite)
             n = config.tasks_per_domain[d] if cap is None else min(cap, config.tasks_per_domain[d])
+            if suite == "production":
+                n = config.production_domain_tasks.get(d, n)
             if suite == "heldout":
                 ts = heldout_suite(d, None if d in DOMAINS else n)[:n]
             else:

@@ -8,7 +8,7 @@ import pytest
 
 from flywheel.evaluation.report import reads_as, to_markdown
 from flywheel.evaluation.runner import GREEDY, compare, engine_generator, evaluate
-from flywheel.evaluation.suites import EvalConfig, derived_seed
+from flywheel.evaluation.suites import EvalConfig, derived_seed, eval_tasks
 
 CFG = EvalConfig(n_samples=2, tasks_per_domain={"math": 4, "code": 2, "agent": 2}, n_boot=100,
                  suites=("heldout", "production"),
@@ -70,3 +70,14 @@ def test_turn_seed_is_fresh_per_turn_and_equal_for_equal_inputs():
     fixed = EvalConfig(seed=5, derive_seed=False)
     assert fixed.seeded_from("tiny-v1", ["2026-12-02"]).seed == 5
     assert fixed.seed_note("anything") == "seed 5, set in the config"
+
+
+def test_a_domain_s_production_suite_can_be_larger_than_its_held_out_set():
+    """`production_domain_tasks` sizes one domain's production suite past its in-distribution held-out
+    size (agent: 60), so a production gain can be read on more tasks without growing the regression guard."""
+    cfg = EvalConfig(tasks_per_domain={"agent": 3, "math": 2}, production_domain_tasks={"agent": 5})
+    sizes = {unit: len(ts) for unit, ts in eval_tasks(cfg).items()}
+    assert sizes == {"math": 2, "agent": 3, "production/math": 2, "production/agent": 5}
+    assert cfg.to_params()["eval_production_domain_tasks"] == '{"agent": 5}'
+    with pytest.raises(ValueError, match=r"names \['code'\], not evaluated"):
+        EvalConfig(tasks_per_domain={"math": 2}, production_domain_tasks={"code": 5})
