@@ -11,7 +11,11 @@ Prints rows/s, `ingest_vs_copy_floor`, `prefilter_hit_rate` (here and on a day o
 before and just after the ingests and compared by the mean of the two (a shared machine's load drifts).
 
     python benchmarks/bench_ingest.py [--rows 1000000] [--data realistic|uniform] [--format parquet|jsonl]
-                                      [--baseline REV]
+                                      [--rows-per-file 1000000] [--baseline REV]
+
+`--rows-per-file 25000` writes a day as many small files (one ingest call over them all, as the
+`task_logs` asset makes): each file is then one batch, so what overlaps is one file's redaction and
+encoding with the next file's validation.
     python benchmarks/bench_ingest.py --memory [--array-mib 200]
 
 `--memory` instead ingests, each in a fresh process, a `.json` array of `--array-mib` MiB of these
@@ -93,7 +97,7 @@ def baseline_tree(rev: str, into: Path) -> Path:
     return into / "baseline"
 
 
-def generate(data: str, fmt: str, folder: Path, rows: int, seed: int, threads: int) -> Path:
+def generate(data: str, fmt: str, folder: Path, rows: int, seed: int, threads: int, rows_per_file: int) -> Path:
     """The logs to ingest (in this child process: the driver's memory stays small)."""
     sys.path.insert(0, str(ROOT))
     from _floors import TEXT_COLS, connection
@@ -102,7 +106,8 @@ def generate(data: str, fmt: str, folder: Path, rows: int, seed: int, threads: i
     from flywheel.logs.synthetic import generate_parquet_logs
 
     if data in ("realistic", "tiled"):
-        generate_parquet(folder, rows, seed, tiled=data == "tiled")
+        generate_parquet(folder, rows, seed, tiled=data == "tiled", rows_per_file=rows_per_file,
+                         chunk=min(500_000, rows_per_file))
     else:
         generate_parquet_logs(folder / "part-0000.parquet", rows, seed)
     if fmt == "jsonl":  # JSON columns nested, as a production logger writes them
@@ -265,6 +270,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--data", choices=["realistic", "tiled", "uniform"], default="realistic",
                     help="the rows (see above; tiled: realistic rows whose texts repeat exactly)")
     ap.add_argument("--format", choices=["parquet", "jsonl"], default="parquet", help="the input logs' format")
+    ap.add_argument("--rows-per-file", type=int, default=1_000_000,
+                    help="split the realistic rows into files of this many (a day logged as many small files)")
     ap.add_argument("--baseline", metavar="REV", help="also ingest the same files with this git revision's flywheel")
     ap.add_argument("--memory", action="store_true", help="memory of a large JSON array and gzip bombs (see above)")
     ap.add_argument("--array-mib", type=int, default=200, help="size of --memory's large array")
@@ -285,9 +292,11 @@ def main(argv: list[str] | None = None) -> dict:
         base_code = baseline_tree(args.baseline, work) if args.baseline else None
         t0 = time.perf_counter()
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            src = pool.apply(generate, (args.data, args.format, work / "logs", args.rows, args.seed, args.threads))
+            src = pool.apply(generate, (args.data, args.format, work / "logs", args.rows, args.seed, args.threads,
+                                        args.rows_per_file))
         gen_s = time.perf_counter() - t0
         size_mib = sum(f.stat().st_size for f in src.iterdir()) / 2**20
+        n_files = sum(1 for f in src.iterdir() if f.suffix in (".parquet", ".jsonl"))
         # side by side on a shared machine: the copy floor is timed just before and just after the
         # ingests, and compared by the mean of the two, so a load that drifts meanwhile cancels out
         with multiprocessing.get_context("spawn").Pool(1) as pool:
@@ -322,6 +331,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"{rep['redact_seconds']:.2f} s = {red_share:.1%} of ingest (wall time of the redaction work, most of it "
           "overlapped with validating the next batch)")
     out = {"rows": args.rows, "data": args.data, "format": args.format, "mib": round(size_mib),
+           "files": n_files,
            "ingest_rows_per_s": round(rate), "ingest_s": round(now["seconds"], 2),
            "ingest_rows_per_cpu_s": round(rep["lines_read"] / now["cpu_s"]),
            "reingest_rows_per_s": round(rep["lines_read"] / now["reingest_s"]),
