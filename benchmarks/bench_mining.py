@@ -6,8 +6,9 @@
    over 30 days, each row then made distinct (`--tiled` keeps the exact repeats).
 2. In a fresh subprocess (so its peak RSS is its own): `flywheel.logs.ingest` of the whole folder into a
    DuckDB file, one call as the `task_logs` asset makes for a day (until 2026-12-07 one process per 1M-row
-   file: each paid its own start and its last batch's redaction alone); then, in others, `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty
-   history, decontamination, near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
+   file: each paid its own start and its last batch's redaction alone); then, in others,
+   `flywheel.mining.mine` (pass rates, taxonomy, signatures, difficulty history, decontamination,
+   near-duplicates, task pool), DuckDB at 2 threads and a 1 GB memory limit.
 3. In another subprocess: the same mining in pandas (batched `json.loads`, the taxonomy's Python
    spec per failing row, `groupby`, set-based decontamination, datasketch MinHashLSH), reading
    the same Parquet file.
@@ -319,11 +320,8 @@ def main(argv: list[str] | None = None) -> dict:
         # one ingest call over the folder, as a day's `task_logs` partition is ingested (see the module doc)
         _run_worker(["--worker", "ingest", "--parquet", str(parquet), "--warehouse", str(wh),
                      "--out", str(work / "ingest.json"), "--threads", str(a.threads)], env)
-        parts = [json.loads((work / "ingest.json").read_text())]
+        ing = json.loads((work / "ingest.json").read_text())
         loads["ingest"] = os.getloadavg()[0]
-        ing = {k: sum(p[k] for p in parts) for k in ("ingested", "quarantined", "duplicates", "lines_read",
-                                                       "ingest_s", "ingest_cpu_s", "prefilter_hits", "redact_s")}
-        ing["ingest_peak_rss_mib"] = max(p["ingest_peak_rss_mib"] for p in parts)
         _run_worker(["--worker", "floor", "--parquet", str(parquet), "--out", str(work / "floor.json"),
                      "--threads", str(a.threads)], env)
         floor = json.loads((work / "floor.json").read_text())

@@ -138,8 +138,8 @@ def derived_seed(subject: str, inputs: Sequence[str]) -> int:
 def eval_tasks(config: EvalConfig) -> dict[str, list[Task]]:
     """Each suite's first tasks of each domain (deterministic, independent of seed), keyed by report unit
     (`math`, `production/math`, `test/math`): `tasks_per_domain[d]` per domain (at most `production_tasks`
-    and `test_tasks` in those suites; `production_domain_tasks[d]` in the production suite where given); an environment's domain generates only as many as asked, and a suite a domain lacks
-    is left out."""
+    and `test_tasks` in those suites; `production_domain_tasks[d]` in the production suite where given);
+    an environment's domain generates only as many as asked, and a suite a domain lacks is left out."""
     out: dict[str, list[Task]] = {}
     for suite in (s for s in SUITES if s in config.suites):
         for d in config.domains:

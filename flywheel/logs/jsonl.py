@@ -87,7 +87,7 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
     def flush() -> Iterator[tuple[int, bytes]]:
         nonlocal pending, size
         if pending:
-            yield start, b"".join(pending) if len(pending) > 1 else pending[0]
+            yield start, b"".join(pending)  # one piece: the same object, not a copy
         pending, size = [], 0
 
     with open_stream(src, max_ratio) as f:

@@ -1,8 +1,8 @@
 """A batch of JSON lines made ready for the SQL checks: the lines JSON refuses (a bare `NaN` /
 `Infinity`, which DuckDB's parser takes) taken out, and the lines that need Python
 (`formats.needs_python`: other formats, content parts, refusals, tool calls not yet in their
-canonical shape) rewritten as canonical records. What is not a record comes back as `Refused` entries, which the loader
-turns into quarantine rows."""
+canonical shape) rewritten as canonical records. What is not a record comes back as `Refused`
+entries, which the loader turns into quarantine rows."""
 
 from __future__ import annotations
 
