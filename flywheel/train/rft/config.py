@@ -12,6 +12,8 @@ from flywheel.config_fields import check_choices, option
 from flywheel.train.common.lora import LORA_FIELDS, lora_option
 from flywheel.train.common.placement import PLACEMENT_FIELDS, placement_option
 
+REPLAY_REFERENCES = ("none", "failed", "all")
+"""Which replay tasks also get their reference solution as a candidate (`RftConfig.replay_references`)."""
 RFT_PREFIX = "rft_"
 """Where the RFT stage's fields appear beside TrainConfig's: `--rft-steps`, Dagster `rft_steps`."""
 RFT_RUN_FIELDS = ("seed", *PLACEMENT_FIELDS, *LORA_FIELDS, "num_threads")
@@ -62,6 +64,12 @@ class RftConfig:
               "base's SFT format when the base is a tiny release; verified like any candidate): a teacher for the "
               "kinds of failure production showed, spent where mining points. Off: RFT learns from the policy's "
               "own passing samples only, which cannot teach a task the policy never solves.")
+    replay_references: str = option(
+        "none", "Also train on the reference solution of replay tasks (gold answers of the distribution the base "
+                "was built on, in its SFT format, verified like any candidate): an anchor against the drift of "
+                "training on the policy's own samples turn after turn. all: every replay task; failed: those none "
+                "of whose policy samples passed; none: replay learns from the policy's samples only.",
+        choices=REPLAY_REFERENCES)
     temperature: float = option(0.7, "Sampling temperature of the policy's own samples (0.7 measured better than 1.0: "
                                         "cleaner demonstrations; greedy would give one response per task).", gt=0)
     max_new_tokens: int = option(128, "Longest sampled response in tokens (per turn for agent tasks).", ge=1)

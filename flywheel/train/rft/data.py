@@ -25,6 +25,7 @@ from flywheel.mining.taxonomy import SQL_PASSED
 from flywheel.rollout import generate_for_tasks
 from flywheel.rollout.types import SamplingParams
 from flywheel.tasks.base import Task
+from flywheel.tasks.sources import REPLAY, source_of
 from flywheel.train.common.rollouts import ScoreFn
 from flywheel.train.rft.config import RftConfig
 from flywheel.train.rft.curves import sampling_curve
@@ -240,6 +241,17 @@ def select_examples(candidates: Sequence[Candidate], max_per_task: int, seed: in
     return out
 
 
+def replay_anchors(chosen: Sequence[Task], judged: Sequence[Candidate], which: str,
+                   formats: dict[str, str]) -> list[Candidate]:
+    """Reference candidates for the replay tasks `which` names ("all", "failed": no judged policy sample
+    passed, "none"), unjudged: the gold of the base's own distribution, kept beside the policy's samples."""
+    if which == "none":
+        return []
+    solved = {c.task.task_id for c in judged if c.source == "policy" and c.verdict is not None and c.verdict.passed}
+    return [Candidate(t, sft_target(t, formats), "reference") for t in chosen
+            if source_of(t) == REPLAY and t.solution and (which == "all" or t.task_id not in solved)]
+
+
 def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Sequence[Task], score_fn: ScoreFn, *,
                      warehouse: str | Path | None = None, device: str = "cpu",
                      progress: Progress | None = None, engine: Any = None,
@@ -271,6 +283,9 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
         candidates += [Candidate(t, sft_target(t, formats or {}), "reference")
                        for t in chosen if is_variant(t) and t.solution]
     verify(candidates, score_fn, progress)
+    anchors = replay_anchors(chosen, candidates, config.replay_references, formats or {})
+    verify(anchors, score_fn)
+    candidates += anchors
     for c in candidates:
         counts._bump(c.task.domain, "verified")
         passed = c.verdict is not None and c.verdict.passed

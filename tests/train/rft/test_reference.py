@@ -68,3 +68,24 @@ def test_variant_references_enter_the_data_only_when_asked(tiny_model):
     refs = [e for e in taught if e.source == "reference"]
     assert len(refs) == 4 and not {e.task_id for e in refs} & {t.task_id for t in pool}  # variants only
     assert all("Answer: " in e.response for e in refs)
+
+
+def test_replay_anchors_are_the_replay_tasks_gold_all_or_only_where_no_sample_passed():
+    from flywheel.tasks.sources import REPLAY
+    from flywheel.tasks.suites import train_suite
+    from flywheel.train.rft.data import Candidate, replay_anchors
+    from flywheel.verifiers.verdict import Verdict
+
+    replay = [dataclasses.replace(t, meta={**(t.meta or {}), "source": REPLAY}) for t in train_suite("math", 3)]
+    _, mined = _production_only("math", 1)
+    pool = [dataclasses.replace(mined[0], meta={**(mined[0].meta or {}), "source": POOL})]
+    solved = Candidate(replay[0], "x", "policy", verdict=Verdict(1.0, True, "ok"))
+    failed = Candidate(replay[1], "y", "policy", verdict=Verdict(0.0, False, "wrong"))
+    chosen = pool + replay
+    assert replay_anchors(chosen, [solved, failed], "none", TINY_V3) == []
+    every = replay_anchors(chosen, [solved, failed], "all", TINY_V3)
+    assert [c.task.task_id for c in every] == [t.task_id for t in replay]  # never the pool's
+    assert all(c.source == "reference" and c.response == scratchpad(c.task.solution) for c in every)
+    assert all(score("math", c.task.verifier_task(), c.response).passed for c in every)
+    assert [c.task.task_id for c in replay_anchors(chosen, [solved, failed], "failed", TINY_V3)] == \
+        [replay[1].task_id, replay[2].task_id]  # an unsampled task has no passing sample either
