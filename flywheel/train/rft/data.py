@@ -241,6 +241,11 @@ def select_examples(candidates: Sequence[Candidate], max_per_task: int, seed: in
     return out
 
 
+def references(tasks: Sequence[Task], formats: dict[str, str]) -> list[Candidate]:
+    """The gold solution of each task that has one, as the base was taught to write it: unjudged candidates."""
+    return [Candidate(t, sft_target(t, formats), "reference") for t in tasks if t.solution]
+
+
 def replay_anchors(chosen: Sequence[Task], judged: Sequence[Candidate], which: str,
                    formats: dict[str, str]) -> list[Candidate]:
     """Reference candidates for the replay tasks `which` names ("all", "failed": no judged policy sample
@@ -248,8 +253,8 @@ def replay_anchors(chosen: Sequence[Task], judged: Sequence[Candidate], which: s
     if which == "none":
         return []
     solved = {c.task.task_id for c in judged if c.source == "policy" and c.verdict is not None and c.verdict.passed}
-    return [Candidate(t, sft_target(t, formats), "reference") for t in chosen
-            if source_of(t) == REPLAY and t.solution and (which == "all" or t.task_id not in solved)]
+    return references([t for t in chosen if source_of(t) == REPLAY and (which == "all" or t.task_id not in solved)],
+                      formats)
 
 
 def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Sequence[Task], score_fn: ScoreFn, *,
@@ -257,7 +262,7 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
                      progress: Progress | None = None, engine: Any = None,
                      formats: dict[str, str] | None = None) -> tuple[list[RftExample], RftCounts]:
     """The RFT dataset for `tasks` and how it was filtered (see module doc); `formats`: the base's SFT
-    formats, for `reference_solutions`."""
+    formats, for `reference_solutions` and `replay_references`."""
     counts = RftCounts()
     chosen = choose_tasks(tasks, config.tasks_per_domain, config.seed, config.pool_first, config.replay_share)
     if config.variants_per_task:
@@ -280,8 +285,7 @@ def collect_examples(config: RftConfig, model: Any, tokenizer: Any, tasks: Seque
         counts._bump(c.task.domain, "sampled")
     candidates += policy
     if config.reference_solutions:  # verified like any candidate: a wrong reference is never trained on
-        candidates += [Candidate(t, sft_target(t, formats or {}), "reference")
-                       for t in chosen if is_variant(t) and t.solution]
+        candidates += references([t for t in chosen if is_variant(t)], formats or {})
     verify(candidates, score_fn, progress)
     anchors = replay_anchors(chosen, candidates, config.replay_references, formats or {})
     verify(anchors, score_fn)

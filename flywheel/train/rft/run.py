@@ -97,12 +97,11 @@ def run_rft(
         model, tokenizer = load_model(model_dir, device=device, dtype="float32")
         engine = sample_engine(str(model_dir)) if sample_engine else None
         formats = base_formats(model_dir)  # read once: the references use them, the policy's record keeps them
-        references = config.reference_solutions or config.replay_references != "none"
         try:
             examples, counts = collect_examples(
                 config, model, tokenizer, tasks, score_fn or default_score_fn(),
                 warehouse=warehouse if config.include_logs else None, device=device, progress=progress,
-                engine=engine, formats=formats if references else None)
+                engine=engine, formats=formats)
         finally:
             if engine is not None and hasattr(engine, "close"):
                 engine.close()  # vLLM's workers hold memory the fine-tuning needs
