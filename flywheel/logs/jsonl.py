@@ -75,6 +75,10 @@ READ_BYTES = 4 << 20
 held beyond them is at most one read and the line in progress (a gzip bomb's line costs ~the line cap)."""
 
 
+LONG_PIECE = READ_BYTES + (READ_BYTES >> 2)
+"""Whole lines longer than one read and the line before it: a line that spanned reads is in them."""
+
+
 def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                  max_ratio: float) -> Iterator[tuple[int, bytes] | Skipped]:
     """Yield (lines before this chunk, chunk of whole lines of about `chunk_bytes`) from a JSONL file,
@@ -87,7 +91,7 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
     def flush() -> Iterator[tuple[int, bytes]]:
         nonlocal pending, size
         if pending:
-            yield start, b"".join(pending)  # one piece: the same object, not a copy
+            yield start, pending[0] if len(pending) == 1 else b"".join(pending)  # one piece: not copied
         pending, size = [], 0
 
     with open_stream(src, max_ratio) as f:
@@ -125,8 +129,15 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
             if cut == len(buf) - 1 and buf.endswith(b"\r"):  # its LF may come with the next read
                 cut = max(buf.rfind(b"\n", 0, cut), buf.rfind(b"\r", 0, cut))
             if cut >= 0:
-                piece = bytes(buf[: cut + 1])
-                del buf[: cut + 1]  # O(1): a bytearray drops its head in place
+                if cut + 1 > LONG_PIECE:  # a long line read in many reads: handed on as it lies, never copied
+                    rest = buf[cut + 1:]  # (the start of the next line: less than one read)
+                    del buf[cut + 1:]
+                    piece, buf = buf, rest
+                    yield from flush()  # and in a chunk of its own, which joining would copy
+                else:
+                    with memoryview(buf) as view:  # one copy (slicing the bytearray first would make two)
+                        piece = bytes(view[: cut + 1])
+                    del buf[: cut + 1]  # O(1): a bytearray drops its head in place
                 if not pending:
                     start = done
                 pending.append(piece)
@@ -134,6 +145,8 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                 done += _breaks(piece)
                 if size >= chunk_bytes:
                     yield from flush()
+            if len(pending) == 1 and len(pending[0]) > LONG_PIECE:
+                yield from flush()
             if len(buf) > max_line_bytes:  # the line in progress is already too long: let it stream by
                 head, skip, buf = bytes(buf[:HEAD_BYTES]), len(buf), bytearray()
 

@@ -26,15 +26,17 @@ from flywheel.logs.jsonl import (
     json_error,
     jsonl_chunks,
 )
+from flywheel.logs.large import restore_over_cap, shrink_large
 from flywheel.logs.normalize import canonical_batch, drop_json_constants
 from flywheel.logs.options import IngestOptions, IngestReport
-from flywheel.logs.redact import redact_key, redact_raw
+from flywheel.logs.redact import raw_read_chars, redact_key, redact_raw
 from flywheel.logs.sources import SourceFile
 from flywheel.logs.stage import BatchStage
 from flywheel.logs.validate_sql import (
     JSON_FIELDS,
     OUT_COLS,
     arrow_kind,
+    check_order,
     jsonl_sql,
     lean_sql,
     parquet_reader,
@@ -57,6 +59,7 @@ class Loader:
         self.log_date_sql = f"DATE '{log_date.isoformat()}'" if log_date else "NULL::DATE"
         self.now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         self._jsonl_sql = {u: lean_sql(jsonl_sql(opts, u), ()) for u in ("line", "record")}
+        self._order = {u: check_order(opts, u) for u in ("line", "record")}
         self._orig: dict[int, str] = {}  # this batch's lines as read, where Python rewrote them
         self._names: dict[str, str] = {}  # file name -> as stored (`stored_name`)
         self._inflight: tuple[SourceFile | None, int] = (None, 0)  # the file and rows of the batch in `stage`
@@ -149,8 +152,11 @@ class Loader:
             bad += wrong
         if bad:
             self._quarantine_rows(bad)
-        if len(batch):
-            self._finish_batch(src, None, query(self.con, self._jsonl_sql[unit], _b=batch), (), 0, lines=batch)
+        if len(batch):  # a line with a field over the cap is checked with that value replaced (`large`)
+            cap = self.opts.max_field_bytes
+            checked, over = shrink_large(batch, cap, cap)
+            cand = restore_over_cap(query(self.con, self._jsonl_sql[unit], _b=checked), over, self._order[unit], unit, cap)
+            self._finish_batch(src, None, cand, (), 0, lines=batch)
         self._orig = {}
         if self.progress:
             self.progress(read)
@@ -326,9 +332,12 @@ class Loader:
         rows = bad.select(["line_no", "err", "raw", "timestamp"]).to_pylist()
         full: dict[int, str] = {}
         need = [r["line_no"] for r in rows]  # whole lines: raw is redacted before it is cut
-        if need and lines is not None:
-            sel = lines.filter(pc.is_in(lines["line_no"], pa.array(need, pa.int64())))
-            full = dict(zip(sel["line_no"].to_pylist(), sel["line"].to_pylist(), strict=True))
+        if need and lines is not None:  # (as much of them as `redact_raw` reads, unless json_error reads all;
+            whole = {r["line_no"] for r in rows if r["err"]["k"] == "invalid_json"}  # one line at a time, uncopied)
+            for i in pc.indices_nonzero(pc.is_in(lines["line_no"], pa.array(need, pa.int64()))).to_pylist():
+                n, line = lines["line_no"][i].as_py(), lines["line"].slice(i, 1)
+                full[n] = (line if n in whole else pc.utf8_slice_codeunits(
+                    line, 0, raw_read_chars(self.opts.raw_preview_chars)))[0].as_py()
         out = []
         for r in rows:
             e, n = r["err"], r["line_no"]

@@ -32,7 +32,7 @@ from typing import Any
 from flywheel.logs.redact_patterns import ESCAPED_ANCHOR, ESCAPED_ASCII, PATTERNS, RedactionPattern
 
 __all__ = ["KINDS", "PATTERNS", "RedactionPattern", "prefilter_regex", "redact_json_text", "redact_key",
-           "redact_raw", "redact_text", "redact_value"]
+           "raw_read_chars", "redact_raw", "redact_text", "redact_value"]
 
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(p.kind for p in PATTERNS))  # a kind may have two patterns
 KEY_COLUMNS = ("id", "task_id", "domain", "model")
@@ -187,11 +187,16 @@ def redact_key(text: str | None, column: str = "id") -> tuple[str | None, dict[s
 _TAIL = re.compile(r"[\w.@%+/=\\-]+$")
 
 
+def raw_read_chars(limit: int) -> int:
+    """How much of a quarantined text `redact_raw` reads to keep `limit` characters of it."""
+    return 2 * limit + 4096
+
+
 def redact_raw(text: str, limit: int) -> str:
     """A quarantined line or row as kept for people to read: every kind redacted (on the whole text,
     with escapes decoded where that reveals a finding), then cut to `limit` characters; a cut text
     loses its last partial word, so no prefix of a secret is kept."""
-    text = text[: 2 * limit + 4096]  # a huge line is not read whole: what is kept is cut anyway
+    text = text[: raw_read_chars(limit)]  # a huge line is not read whole: what is kept is cut anyway
     new, _ = redact_text(text, "raw") if text else (text, {})
     if len(new) >= limit:
         new = _TAIL.sub("", new[:limit]) if limit else ""

@@ -14,6 +14,7 @@ import pyarrow as pa
 from flywheel.logs.messages import ROLES
 from flywheel.logs.options import IngestOptions
 from flywheel.logs.schema import REQUIRED_FIELDS, TASK_LOG_SCHEMA
+from flywheel.logs.timestamp_sql import timestamp_sql
 
 FIELDS: tuple[str, ...] = tuple(TASK_LOG_SCHEMA.names[:-1])  # all but `extra`
 STRING_FIELDS = ("task_id", "domain", "model")
@@ -95,34 +96,6 @@ def _mib(n_sql: str) -> str:
     return f"printf('%.1f MiB', {n_sql} / 1048576.0)"
 
 
-RFC3339_RE = r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}([.,]\d{1,9})?)?)?([Zz]|[+-](0\d|1[0-4])(:?[0-5]\d)?)?"
-"""The timestamps accepted: RFC 3339 / ISO-8601 (`t`/`z` in either case, a `.` or `,` before the
-fraction, offsets within +-14:00, no offset = UTC), years 0001-9999. Not `epoch`, `infinity`, `+25:00`."""
-
-
-_ZONE = r"([Zz]|[+-](?:0\d|1[0-4])(?::?[0-5]\d)?)?"
-BASIC_RE = r"(\d{4})(\d{2})(\d{2})[Tt](\d{2})(\d{2})(\d{2})([.,]\d{1,9})?" + _ZONE
-"""ISO 8601 basic format (`20261201T100000Z`), rewritten to the extended one before the cast."""
-LEAP_RE = r"(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:[0-5]\d:)60([.,]\d{1,9})?" + _ZONE
-"""A leap second (`23:59:60Z`): stored as the second after :59, as POSIX time counts it."""
-
-
-def timestamp_sql(text: str) -> str:
-    """`text` (SQL VARCHAR) as a TIMESTAMPTZ, or NULL when it is not an accepted timestamp (`RFC3339_RE`;
-    also `BASIC_RE` and `LEAP_RE`, tried only where the common form failed).
-
-    Past the pattern the only letters left are `t`/`z` (either case), so only a text holding a lower-case
-    one or a comma is rewritten (`upper`, `,` -> `.`): the common form is cast without two string copies."""
-    rewrite = f"contains({text}, 't') OR contains({text}, 'z') OR contains({text}, ',')"
-    norm = f"replace(upper({text}), ',', '.')"
-    basic = (f"TRY_CAST(CASE WHEN regexp_full_match({text}, '{BASIC_RE}') THEN "
-             f"regexp_replace({norm}, '^{BASIC_RE}$', '\\1-\\2-\\3T\\4:\\5:\\6\\7\\8') END AS TIMESTAMPTZ)")
-    leap = (f"TRY_CAST(CASE WHEN regexp_full_match({text}, '{LEAP_RE}') THEN "
-            f"regexp_replace({norm}, '^{LEAP_RE}$', '\\159\\2\\3') END AS TIMESTAMPTZ) + INTERVAL 1 SECOND")
-    return (f"coalesce(TRY_CAST(CASE WHEN regexp_full_match({text}, '{RFC3339_RE}') AND NOT starts_with({text}, '0000') "
-            f"THEN CASE WHEN {rewrite} THEN {norm} ELSE {text} END END AS TIMESTAMPTZ), {basic}, {leap})")
-
-
 _TEXT_FIELDS = ("id", "timestamp", *STRING_FIELDS)
 """The fields whose unquoted string the checks read (`s_*`): not the JSON ones, whose text would be copied again."""
 _BIG_INT = "t_id = 'DOUBLE' AND regexp_full_match(s_id, '-?[0-9]+')"
@@ -134,14 +107,9 @@ the number of known fields present) holds exactly when there is an unknown field
 unknown field (`x_extra` NULL) a repeat is certain, else the distinct keys tell."""
 
 
-def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
-    """Validation SQL for JSONL lines (table `_b`: line_no, line): every field's JSON type and text read
-    in one pass over the line, then the checks in order, the first that fails naming the reason.
-    `unit` is what a reason calls a line: `line`, or `record` for the elements of a JSON array file."""
-    paths = "[" + ", ".join(f"'$.{f}'" for f in FIELDS) + "]"
-    vpaths = paths[:-1] + ", '$.extra']"  # the values, and an `extra` object's (the flywheel's own exports hold one)
-    spaths = "[" + ", ".join(f"'$.{f}'" for f in _TEXT_FIELDS) + "]"
-    known = "[" + ", ".join(f"'{f}'" for f in FIELDS) + "]"
+def jsonl_checks(opts: IngestOptions, unit: str = "line") -> list[tuple[str, str, str | None, str]]:
+    """The checks of `jsonl_sql` in the order they run, as (condition, kind, field, message SQL): the
+    first that fails is the line's reason (`large.restore_over_cap` reads the order)."""
     cap, P = opts.max_field_bytes, unit
     per = "per line" if unit == "line" else "per record"
 
@@ -183,6 +151,23 @@ def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
     checks.append(("ts IS NULL", "bad_timestamp", "timestamp",
                    _msg(P, "'field ''timestamp'': ''' || left(s_timestamp, 60) || ''' is not an ISO-8601 timestamp (e.g. 2026-12-01T10:00:00Z)'")))
     checks.append(_message_check(P))
+    return checks
+
+
+def check_order(opts: IngestOptions, unit: str = "line") -> list[tuple[str, str | None]]:
+    """The (kind, field) of each of `jsonl_checks` in the order they run (field None where a row computes it)."""
+    return [(kind, fld if type(fld) is str else None) for _, kind, fld, _ in jsonl_checks(opts, unit)]
+
+
+def jsonl_sql(opts: IngestOptions, unit: str = "line") -> str:
+    """Validation SQL for JSONL lines (table `_b`: line_no, line): every field's JSON type and text read
+    in one pass over the line, then the checks in order, the first that fails naming the reason.
+    `unit` is what a reason calls a line: `line`, or `record` for the elements of a JSON array file."""
+    paths = "[" + ", ".join(f"'$.{f}'" for f in FIELDS) + "]"
+    vpaths = paths[:-1] + ", '$.extra']"  # the values, and an `extra` object's (the flywheel's own exports hold one)
+    spaths = "[" + ", ".join(f"'$.{f}'" for f in _TEXT_FIELDS) + "]"
+    known = "[" + ", ".join(f"'{f}'" for f in FIELDS) + "]"
+    checks = jsonl_checks(opts, unit)
     cols = ", ".join([*(f"v[{i + 1}] AS j_{f}, t[{i + 1}] AS t_{f}" for i, f in enumerate(FIELDS)),
                       *(f"s[{i + 1}] AS s_{f}" for i, f in enumerate(_TEXT_FIELDS)), f"v[{len(FIELDS) + 1}] AS j_extra"])
     return f"""
