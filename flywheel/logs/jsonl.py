@@ -79,6 +79,13 @@ LONG_PIECE = READ_BYTES + (READ_BYTES >> 2)
 """Whole lines longer than one read and the line before it: a line that spanned reads is in them."""
 
 
+def _joined(parts: list[bytes]) -> bytes:
+    """The pieces as one chunk (one piece: itself, not copied), the list emptied so it holds none of them."""
+    out = parts[0] if len(parts) == 1 else b"".join(parts)
+    parts.clear()
+    return out
+
+
 def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                  max_ratio: float) -> Iterator[tuple[int, bytes] | Skipped]:
     """Yield (lines before this chunk, chunk of whole lines of about `chunk_bytes`) from a JSONL file,
@@ -90,9 +97,9 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
 
     def flush() -> Iterator[tuple[int, bytes]]:
         nonlocal pending, size
-        if pending:
-            yield start, pending[0] if len(pending) == 1 else b"".join(pending)  # one piece: not copied
-        pending, size = [], 0
+        if pending:  # nothing here holds the pieces while the caller works on the chunk
+            parts, pending, size = pending, [], 0
+            yield start, _joined(parts)
 
     with open_stream(src, max_ratio) as f:
         buf, done, first, skip, head, cr = bytearray(), 0, True, 0, b"", False  # buf: the line in progress
@@ -143,6 +150,7 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                 pending.append(piece)
                 size += len(piece)
                 done += _breaks(piece)
+                del piece
                 if size >= chunk_bytes:
                     yield from flush()
             if len(pending) == 1 and len(pending[0]) > LONG_PIECE:
@@ -215,7 +223,9 @@ def json_array_batches(src: SourceFile, batch_records: int, batch_bytes: int, ma
                 s = too_large("record", 1, len(data), max_record_bytes, data[:HEAD_BYTES])
                 yield _table([], []), [(1, s.kind, s.reason, _text(s.head))]
             else:
-                yield _decoded([(1, data)])
+                one = [(1, data)]
+                del data
+                yield _decoded(one)
             return
         recs: list[tuple[int, bytes]] = []
         size, bad, error, records = 0, [], None, array_records(f, max_record_bytes)
@@ -231,10 +241,11 @@ def json_array_batches(src: SourceFile, batch_records: int, batch_bytes: int, ma
                 continue
             recs.append(r)
             size += len(r[1])
+            del r
             if len(recs) >= batch_records or size >= batch_bytes:
-                table, wrong = _decoded(recs)
+                table, wrong = _decoded(recs)  # (it empties `recs`: the raw records are not held meanwhile)
                 yield table, bad + wrong
-                recs, size, bad = [], 0, []
+                size, bad = 0, []
         if recs or bad:
             table, wrong = _decoded(recs)
             yield table, bad + wrong
@@ -258,7 +269,17 @@ def _table(nos: list[int], texts: list[str]) -> pa.Table:
 
 
 def _decoded(recs: list[tuple[int, bytes]]) -> tuple[pa.Table, list[tuple[int, str, str, str]]]:
-    """Records as a (line_no, line) table; the ones that are not UTF-8 as quarantine entries."""
+    """Records as a (line_no, line) table; the ones that are not UTF-8 as quarantine entries. Their bytes
+    become Arrow text in one copy (Arrow checks the UTF-8); `recs` is emptied."""
+    nos = [n for n, _ in recs]
+    try:
+        text = pa.array([raw for _, raw in recs], pa.large_binary()).cast(pa.large_string())
+    except pa.ArrowInvalid:  # not UTF-8: record by record, to find which
+        text = None
+    if text is not None:
+        recs.clear()
+        t = pa.table({"line_no": pa.array(nos, pa.int64()), "line": text})
+        return pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema), []
     nos, texts, bad = [], [], []
     for n, raw in recs:
         try:
@@ -267,5 +288,6 @@ def _decoded(recs: list[tuple[int, bytes]]) -> tuple[pa.Table, list[tuple[int, s
         except UnicodeDecodeError as e:
             bad.append((n, "invalid_utf8", f"record {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); "
                         "re-encode the file as UTF-8", _text(raw)))
+    recs.clear()
     t = _table(nos, texts)
     return pa.Table.from_batches(t.to_batches(max_chunksize=SCAN_CHUNK), schema=t.schema), bad

@@ -132,6 +132,7 @@ class Loader:
                                                       item.head.decode("utf-8", "backslashreplace"))])
                     continue
                 batch, not_utf8 = chunk_lines(*item)
+                item = None  # the chunk's bytes: its lines are a copy in `batch` now
                 self._lines(src, batch, not_utf8, "line")
         except TooExpanded as e:
             self._file_error(src, str(e))
