@@ -65,10 +65,12 @@ def rlvr_policy(context: dg.AssetExecutionContext, config: RlvrConfig, gpu: GpuR
     cfg = config.to_lib(trainer.placement(gpu.torch_device(TRAIN_GPU)))
     log_partitions = list(latest_metadata(context.instance, "task_pool").get("log_partitions") or [])
     paths = storage.paths()
-    start, start_label = training_start(paths.mlflow_uri, release,
-                                        upstream_path(context, "base_model", "path", paths.home),
-                                        cfg.init_from)
-    res = train_policy(cfg, start, release, paths=paths, rft=config.nested_lib(RFT_PREFIX),
+    base_path = upstream_path(context, "base_model", "path", paths.home)
+    start, start_label = training_start(paths.mlflow_uri, release, base_path, cfg.init_from)
+    restart = base_path if cfg.init_from == "rebase" and start != base_path else None
+    if restart is not None:
+        start_label = f"{start_label} samples; the fine-tuning restarts from base model {release}"
+    res = train_policy(cfg, start, release, paths=paths, rft=config.nested_lib(RFT_PREFIX), restart_from=restart,
                        telemetry=ray.telemetry(storage.telemetry()), log_date=max(log_partitions, default=None),
                        data_partitions={"dagster_run_id": context.run_id, "log_partitions": log_partitions},
                        **ray.training_kwargs(rollout_engine.generator_factory(), rollout_engine.sample_engine()))

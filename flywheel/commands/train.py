@@ -51,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e))
     if unread := stage_unread(cfg, rft):
         return fail(unread)
+    if cfg.init_from == "rebase":  # it needs the registry's champion, which a turn resolves
+        return fail("--init-from rebase is a turn's choice (the registry's champion samples, the base trains): "
+                    "flywheel turn --set rlvr_policy.init_from=rebase")
     paths = storage_from_env().ensure()
     base = args.base_model
     if base is None:

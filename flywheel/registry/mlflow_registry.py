@@ -375,8 +375,9 @@ def champion_base_model(tracking_uri: str, name: str = DEFAULT_MODEL_NAME) -> st
 def training_start(tracking_uri: str, base_model: str, base_path: str, init_from: str = "champion",
                    name: str = DEFAULT_MODEL_NAME) -> tuple[str, str]:
     """(checkpoint folder, what it is) a turn trains from: the champion when it descends from `base_model`
-    (so turns compound), else the base model's own checkpoint."""
-    champ = _champion_tags(tracking_uri, name) if init_from == "champion" else None
+    (so turns compound; `init_from` champion or rebase, where the champion samples and the base trains), else
+    the base model's own checkpoint."""
+    champ = _champion_tags(tracking_uri, name) if init_from in ("champion", "rebase") else None
     if champ is not None:
         version, tags = champ
         path = local_path(tracking_uri, tags.get("flywheel.model_path", ""))

@@ -67,6 +67,7 @@ def train_policy(
     score_fn: Any = None,
     generator_factory: Any = None,
     sample_engine: Any = None,
+    restart_from: str | Path | None = None,
 ) -> TrainResult:
     """Train the policy of base model `release`, save it to `policy_dir(paths, release)`, and upsert each
     task's attempts and passes into `difficulty_history` (model `training_model_name(release)`, day
@@ -77,7 +78,12 @@ def train_policy(
     `day_seed(config.seed, log_date)`), `rl`, or `rft_rl` (GRPO starts from RFT's weights; the RL run is the tracked one). `score_fn` (a Ray
     verifier fleet) scores both stages' samples; `generator_factory` (a Ray rollout fleet, a vLLM engine) samples
     GRPO's rollouts, `sample_engine` (`model_path -> engine`: the rollout-engine resource's) RFT's samples;
-    default in process for all three."""
+    default in process for all three. `restart_from` (RFT only; `init_from=rebase`): `base_model` (the champion)
+    samples, and the fine-tuning starts from `restart_from` (the base) on the examples of this run and the
+    champion's."""
+    if restart_from is not None and config.stage == "rl":
+        raise ValueError("restart_from (init_from=rebase) needs an RFT stage: it re-learns the RFT examples "
+                         f"from the base; stage {config.stage!r} has none")
     source, dev = "given", None
     if tasks is None:
         data = build_task_set(paths.warehouse, config, log_date=log_date)
@@ -93,7 +99,7 @@ def train_policy(
         out = policy_dir(paths, release) if config.stage == "rft" else paths.models / "rft" / release
         result = run_rft_stage(rft_cfg, base_model, tasks, out, paths, run_name=f"rft-{release}",
                                telemetry=telemetry if config.stage == "rft" else None, data_partitions=parts,
-                               score_fn=score_fn, sample_engine=sample_engine)
+                               score_fn=score_fn, sample_engine=sample_engine, restart_from=restart_from)
         if config.stage == "rft":
             return write_back(result, paths, release, log_date)
         start = out

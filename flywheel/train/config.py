@@ -43,7 +43,11 @@ class TrainConfig:
                         choices=STAGES)
     init_from: str = option("champion", "Where a turn's training starts: champion (the registry's champion when it "
                                         "was trained from this base model, so turns compound; else the base "
-                                        "model) | base (always the base model).", choices=("champion", "base"))
+                                        "model) | base (always the base model) | rebase (RFT: the champion "
+                                        "samples, and the fine-tuning restarts from the base model on this "
+                                        "turn's examples and those the champion was trained on, so turns "
+                                        "accumulate data instead of stacking fine-tunes).",
+                            choices=("champion", "base", "rebase"))
     seed: int = option(0, "Seed for task sampling, generation and init; same seed + same data = same weights.")
     steps: int = option(120, "Number of policy updates (the learning proof runs 360).", ge=0)
     time_budget_s: float = option(0.0, "Stop (and save the policy) once the run has taken this long (0 = no cap); "

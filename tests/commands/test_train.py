@@ -21,6 +21,7 @@ def test_train_help_names_the_default_stage(capsys):
 
 
 @pytest.mark.parametrize("argv, why", [
+    (["--init-from", "rebase"], "--init-from rebase is a turn's choice"),
     (["--steps", "20"], "--steps is a GRPO setting, which --stage rft (the default) never reads; RFT's own is "
                         "--rft-steps; GRPO runs with --stage rl or rft_rl"),
     (["--stage", "rl", "--rft-steps", "20"], "--rft-steps is an RFT setting, which --stage rl never reads"),

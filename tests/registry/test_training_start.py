@@ -20,4 +20,5 @@ def test_training_starts_from_the_champion_of_the_same_base_model(mlflow_registr
     path, label = training_start(uri, "tiny-v1", base)
     assert path == ref.model_path and path != base and "champion" in label
     assert training_start(uri, "tiny-v1", base, init_from="base")[0] == base
+    assert training_start(uri, "tiny-v1", base, init_from="rebase")[0] == ref.model_path  # the champion samples
     assert training_start(uri, "tiny-v2", base)[0] == base  # another base model's champion is not a start

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +55,11 @@ class RftResult:
     cpu_s: float
     examples: list[RftExample] = field(default_factory=list)
     phase_s: dict[str, float] = field(default_factory=dict)
+    carried: int = 0  # examples carried over from the champion's dataset (`restart_from`), not already new
 
     def to_dict(self) -> dict[str, Any]:
         return {"output_dir": str(self.output_dir), "counts": self.counts.to_dict(), "losses": self.losses,
-                "wall_s": self.wall_s, "cpu_s": self.cpu_s, "phase_s": self.phase_s}
+                "wall_s": self.wall_s, "cpu_s": self.cpu_s, "phase_s": self.phase_s, "carried_examples": self.carried}
 
 
 RFT_FILE = "flywheel_rft.json"
@@ -75,8 +76,11 @@ def run_rft(
     warehouse: str | Path | None = None,
     progress: Progress | None = None,
     sample_engine: Any = None,
+    restart_from: str | Path | None = None,
 ) -> RftResult:
     """Fine-tune the checkpoint at `model_dir` on verified successes for `tasks`; save it to `out_dir`.
+    With `restart_from` (the base model), `model_dir` (the champion) only samples: the fine-tuning starts
+    from `restart_from`, on this run's examples and those `model_dir` was trained on (`carried_examples`).
 
     `score_fn` is the RL run's verifier entry point (default: the verifiers, as the trainer
     uses them); `warehouse` the DuckDB file whose `task_logs` hold logged responses (None or
@@ -106,17 +110,24 @@ def run_rft(
             if engine is not None and hasattr(engine, "close"):
                 engine.close()  # vLLM's workers hold memory the fine-tuning needs
         t1 = time.perf_counter()
+        start_dir, carried = model_dir, 0
+        if restart_from is not None:  # the samples were the champion's; the weights start from the base again
+            examples, carried = union_examples(examples, carried_examples(model_dir))
+            del model
+            model, tokenizer = load_model(restart_from, device=device, dtype="float32")
+            start_dir = restart_from
         if not examples:
             raise ValueError(f"RFT found no verified response to train on: {counts.to_dict()}")
         torch.manual_seed(config.seed)
-        model = apply_lora(model, lora_of(config), model_dir).train()  # lora_rank 0: the model itself
+        model = apply_lora(model, lora_of(config), start_dir).train()  # lora_rank 0: the model itself
         losses = supervised_finetune(model, tokenizer, [(e.domain, e.prompt, e.response) for e in examples],
                                      sft_config(config), placement_of(config, device), desc="RFT fine-tuning")
         t2 = time.perf_counter()
         out = Path(out_dir)
         result = RftResult(out, counts, losses, time.perf_counter() - t0, time.process_time() - c0, examples,
-                           {"collect": t1 - t0, "sft": t2 - t1})
-        save_rft_policy(model, tokenizer, out, config, result, model_dir, formats)
+                           {"collect": t1 - t0, "sft": t2 - t1}, carried)
+        save_rft_policy(model, tokenizer, out, config, result, start_dir, formats,
+                        sampled_with=model_dir if restart_from is not None else None)
         result.wall_s, result.cpu_s = time.perf_counter() - t0, time.process_time() - c0
         return result
     finally:
@@ -124,8 +135,9 @@ def run_rft(
 
 
 def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, result: RftResult,
-                    model_dir: str | Path, formats: dict[str, str]) -> Path:
-    """The HF folder, plus `flywheel_rft.json` (config, counts, losses: how it was made) and
+                    model_dir: str | Path, formats: dict[str, str], sampled_with: str | Path | None = None) -> Path:
+    """The HF folder, plus `flywheel_rft.json` (config, counts, losses: how it was made; `base_model` the
+    checkpoint its fine-tuning started from, `sampled_with` the one that drew its samples when another) and
     `rft_dataset.jsonl` (exactly what it was trained on)."""
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
@@ -134,11 +146,47 @@ def save_rft_policy(model: Any, tokenizer: Any, out: Path, config: RftConfig, re
         write_adapter_info(out, {"stage": "rft"})
     info = {"stage": "rft", "base_model": str(model_dir), "base_formats": formats,
             "config": config.to_dict(), **result.to_dict()}
+    if sampled_with is not None:
+        info["sampled_with"] = str(sampled_with)
     (out / RFT_FILE).write_text(json.dumps(info, indent=1, sort_keys=True, default=str))
-    with (out / "rft_dataset.jsonl").open("w") as f:
+    with (out / DATASET_FILE).open("w") as f:
         for e in result.examples:
             f.write(json.dumps(e.to_dict(), sort_keys=True) + "\n")
     return out
+
+
+DATASET_FILE = "rft_dataset.jsonl"
+"""In an RFT policy's folder: the examples it was trained on, one JSON object a line (`RftExample`)."""
+
+
+def carried_examples(model_dir: str | Path) -> list[RftExample]:
+    """The examples the checkpoint at `model_dir` was trained on (its `rft_dataset.jsonl`; a policy that
+    restarted from the base holds those of the champion before it too); [] for a checkpoint without one."""
+    path = Path(model_dir) / DATASET_FILE
+    if not path.is_file():
+        return []
+    names = [f.name for f in fields(RftExample)]
+    out = []
+    with path.open() as f:
+        for n, line in enumerate(f, 1):
+            try:
+                row = json.loads(line)
+                out.append(RftExample(**{k: str(row[k]) for k in names}))
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{path}:{n}: not an RFT example ({names}): {e}") from e
+    return out
+
+
+def union_examples(new: list[RftExample], old: list[RftExample]) -> tuple[list[RftExample], int]:
+    """`new`, then the examples of `old` it does not already hold (the same prompt and response), and how many
+    of those were added."""
+    seen = {(e.prompt, e.response) for e in new}
+    added = []
+    for e in old:
+        if (e.prompt, e.response) not in seen:
+            seen.add((e.prompt, e.response))
+            added.append(e)
+    return [*new, *added], len(added)
 
 
 def base_formats(model_dir: str | Path) -> dict[str, str]:

@@ -74,11 +74,11 @@ def rft_train_result(result: RftResult, run_id: str | None, run_url: str | None)
 def run_rft_stage(
     config: RftConfig, base_model: str | Path, tasks: Sequence[Task], out_dir: Path, paths: FlywheelPaths, *,
     run_name: str, telemetry: Telemetry | None = None, data_partitions: Mapping[str, Any] | None = None,
-    score_fn: Any = None, sample_engine: Any = None,
+    score_fn: Any = None, sample_engine: Any = None, restart_from: str | Path | None = None,
 ) -> TrainResult:
     """Run RFT from `base_model` on `tasks` into `out_dir`, logged as MLflow run `run_name`; `score_fn`
     verifies its candidates (a Ray verifier fleet; default the in-process verifiers), `sample_engine`
-    (`model_path -> engine`) samples them (default the torch engine)."""
+    (`model_path -> engine`) samples them (default the torch engine); `restart_from`: see `run_rft`."""
     tele = telemetry or Telemetry(paths.mlflow_uri, artifact_root=paths.mlflow_artifacts)
     manifest = build_manifest({"rft": config.seed}, dict(data_partitions or {}), config.device,
                               extra={"stage": "rft", "base_model": str(base_model), "n_tasks": len(tasks)},
@@ -89,7 +89,7 @@ def run_rft_stage(
     try:
         result = run_rft(config, base_model, tasks, out_dir, warehouse=paths.warehouse,
                          progress=phase_progress("RFT candidates"), score_fn=score_fn,
-                         sample_engine=sample_engine)
+                         sample_engine=sample_engine, restart_from=restart_from)
     except BaseException:
         tele.finish("FAILED")
         raise

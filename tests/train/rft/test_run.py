@@ -176,3 +176,37 @@ def test_a_given_sampler_draws_the_policy_samples_and_is_closed(tiny_model_dir, 
     [(path, eng)] = built
     assert path == str(tiny_model_dir) and eng.calls > 0 and eng.closed
     assert result.counts.sampled == result.counts.tasks * CFG.samples_per_task > 0
+
+
+def test_a_restart_samples_with_the_champion_and_trains_the_base_on_both_datasets(tiny_model_dir, tmp_path):
+    """`restart_from` (init_from=rebase): the champion's examples are carried into the new dataset, and the
+    weights start from the base again (with a learning rate too small to move a float32 weight, the policy
+    is the base itself, not the champion)."""
+    from safetensors.torch import load_file
+
+    tasks = _tasks()
+    wh = _warehouse(tmp_path, tasks)
+    champ = run_rft(CFG, tiny_model_dir, tasks[:5], tmp_path / "champ", score_fn=score, warehouse=wh)
+    out = tmp_path / "rebased"
+    res = run_rft(CFG.replace(seed=1, lr=1e-20), champ.output_dir, tasks[5:], out, score_fn=score, warehouse=wh,
+                  restart_from=tiny_model_dir)
+    old = {(e.prompt, e.response) for e in champ.examples}
+    saved = {(d["prompt"], d["response"]) for d in map(json.loads, (out / "rft_dataset.jsonl").read_text().splitlines())}
+    assert old and old <= saved and len(saved) > len(old)  # both datasets, each example once
+    assert res.carried == len(old - {(e.prompt, e.response) for e in res.examples[:len(res.examples) - res.carried]})
+    info = json.loads((out / "flywheel_rft.json").read_text())
+    assert info["base_model"] == str(tiny_model_dir) and info["sampled_with"] == str(champ.output_dir)
+    assert base_formats(out) == base_formats(tiny_model_dir)
+    base, got = load_file(str(tiny_model_dir / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    first = load_file(str(champ.output_dir / "model.safetensors"))
+    assert all(got[k].equal(base[k]) for k in base) and not all(got[k].equal(first[k]) for k in first)
+
+
+def test_a_broken_carried_dataset_names_its_file_and_line(tmp_path):
+    from flywheel.train.rft.run import carried_examples
+
+    (tmp_path / "rft_dataset.jsonl").write_text('{"task_id": "a", "domain": "math", "prompt": "p", "response": "r", '
+                                                '"source": "policy"}\n{"task_id": "b"}\n')
+    with pytest.raises(ValueError, match=r"rft_dataset.jsonl:2: not an RFT example"):
+        carried_examples(tmp_path)
+    assert carried_examples(tmp_path / "nowhere") == []
