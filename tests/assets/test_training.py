@@ -70,3 +70,38 @@ def _materialize_and_check(instance, release, base, flywheel_home, storage):
     # the step's event log carries the training's progress line (what the UI shows while it runs)
     lines = [e.user_message for e in instance.all_logs(result.run_id) if "RLVR steps" in (e.user_message or "")]
     assert any("RLVR steps: 2/2 steps (100%)" in ln and "elapsed" in ln for ln in lines), lines
+
+
+def test_rebase_samples_with_the_champion_and_restarts_the_fine_tuning_from_the_base(
+        flywheel_home, storage, random_tiny, mlflow_registry, tmp_path):
+    """`init_from=rebase` through Dagster: the champion of the same base model samples, the policy's fine-tuning
+    starts from the base, and the champion's dataset is carried into the new one."""
+    import json
+
+    release = "test-tiny"
+    base = random_tiny(flywheel_home.models / "base" / release)
+    champ = random_tiny(tmp_path / "champion")
+    carried = [{"task_id": f"c{i}", "domain": "math", "prompt": f"What is {i}+1?", "response": f"Answer: {i + 1}",
+                "source": "policy"} for i in range(3)]
+    (champ / "rft_dataset.jsonl").write_text("".join(json.dumps(c) + "\n" for c in carried))
+    mlflow_registry.set_champion(mlflow_registry.register(champ, {"base_model": release}).version)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("base_model", [release])
+        instance.report_runless_asset_event(dg.AssetMaterialization(
+            "base_model", partition=release, metadata={"path": dg.MetadataValue.path(str(base))}))
+        run_config = dg.RunConfig({"rlvr_policy": RlvrConfig(
+            stage="rft", init_from="rebase", rft_tasks_per_domain={"math": 2}, rft_samples_per_task=1,
+            rft_pool_samples_per_task=1, rft_variants_per_task=0, rft_max_new_tokens=4, rft_steps=1,
+            rft_batch_size=2, rft_warmup=0)})
+        result = dg.materialize(
+            [rlvr_policy], partition_key=release, instance=instance, run_config=run_config,
+            resources={"gpu": GpuResource(device="cpu"), "trainer": TrainerResource(num_threads=1), "storage": storage,
+                       "rollout_engine": RolloutEngineResource(), "ray": RayResource()})
+    assert result.success
+    md = result.asset_materializations_for_node("rlvr_policy")[0].metadata
+    assert "(the champion) samples; the fine-tuning restarts from base model test-tiny" in md["trained_from"].value
+    policy = flywheel_home.models / "policies" / release
+    info = json.loads((policy / "flywheel_rft.json").read_text())
+    assert Path(info["base_model"]) == Path(base) and Path(info["sampled_with"]) == Path(mlflow_registry.champion().model_path)
+    saved = [json.loads(x) for x in (policy / "rft_dataset.jsonl").read_text().splitlines()]
+    assert all(c in saved for c in carried)
