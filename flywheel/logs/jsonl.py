@@ -136,7 +136,8 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
             if cut == len(buf) - 1 and buf.endswith(b"\r"):  # its LF may come with the next read
                 cut = max(buf.rfind(b"\n", 0, cut), buf.rfind(b"\r", 0, cut))
             if cut >= 0:
-                if cut + 1 > LONG_PIECE:  # a long line read in many reads: handed on as it lies, never copied
+                long = cut + 1 > LONG_PIECE
+                if long:  # a long line read in many reads: handed on as it lies, never copied
                     rest = buf[cut + 1:]  # (the start of the next line: less than one read)
                     del buf[cut + 1:]
                     piece, buf = buf, rest
@@ -151,10 +152,8 @@ def jsonl_chunks(src: SourceFile, chunk_bytes: int, max_line_bytes: int,
                 size += len(piece)
                 done += _breaks(piece)
                 del piece
-                if size >= chunk_bytes:
+                if size >= chunk_bytes or long:
                     yield from flush()
-            if len(pending) == 1 and len(pending[0]) > LONG_PIECE:
-                yield from flush()
             if len(buf) > max_line_bytes:  # the line in progress is already too long: let it stream by
                 head, skip, buf = bytes(buf[:HEAD_BYTES]), len(buf), bytearray()
 

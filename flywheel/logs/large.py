@@ -200,10 +200,11 @@ def _odd(v: object) -> bool:
     return False
 
 
-def shrink_large(batch: pa.Table, min_line_bytes: int, cap: int) -> tuple[pa.Table, dict[int, list[OverCap]]]:
-    """`batch` (line_no, line) with each line over `min_line_bytes` that holds a field over `cap` shrunk
-    (`shrink_line`), and those lines' over-cap fields by line number. Only the long lines are read."""
-    long = pc.greater(pc.binary_length(batch["line"]), min_line_bytes)
+def shrink_large(batch: pa.Table, cap: int) -> tuple[pa.Table, dict[int, list[OverCap]]]:
+    """`batch` (line_no, line) with each line that holds a field over `cap` shrunk (`shrink_line`), and those
+    lines' over-cap fields by line number. Only lines longer than `cap` are read: `json_size`'s lower bound
+    of a value is never more than its text as written."""
+    long = pc.greater(pc.binary_length(batch["line"]), cap)
     if not pc.any(long).as_py():
         return batch, {}
     found: dict[int, list[OverCap]] = {}

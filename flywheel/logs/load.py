@@ -155,7 +155,7 @@ class Loader:
             self._quarantine_rows(bad)
         if len(batch):  # a line with a field over the cap is checked with that value replaced (`large`)
             cap = self.opts.max_field_bytes
-            checked, over = shrink_large(batch, cap, cap)
+            checked, over = shrink_large(batch, cap)
             cand = restore_over_cap(query(self.con, self._jsonl_sql[unit], _b=checked), over, self._order[unit], unit, cap)
             self._finish_batch(src, None, cand, (), 0, lines=batch)
         self._orig = {}
@@ -333,12 +333,16 @@ class Loader:
         rows = bad.select(["line_no", "err", "raw", "timestamp"]).to_pylist()
         full: dict[int, str] = {}
         need = [r["line_no"] for r in rows]  # whole lines: raw is redacted before it is cut
-        if need and lines is not None:  # (as much of them as `redact_raw` reads, unless json_error reads all;
-            whole = {r["line_no"] for r in rows if r["err"]["k"] == "invalid_json"}  # one line at a time, uncopied)
-            for i in pc.indices_nonzero(pc.is_in(lines["line_no"], pa.array(need, pa.int64()))).to_pylist():
-                n, line = lines["line_no"][i].as_py(), lines["line"].slice(i, 1)
-                full[n] = (line if n in whole else pc.utf8_slice_codeunits(
-                    line, 0, raw_read_chars(self.opts.raw_preview_chars)))[0].as_py()
+        if need and lines is not None:
+            picked = pc.is_in(lines["line_no"], pa.array(need, pa.int64()))
+            cut = raw_read_chars(self.opts.raw_preview_chars)
+            long = pc.greater(pc.binary_length(lines["line"]), cut)
+            short = lines.filter(pc.and_(picked, pc.invert(long)))  # the common case, in one vectorized copy
+            full = dict(zip(short["line_no"].to_pylist(), short["line"].to_pylist(), strict=True))
+            whole = {r["line_no"] for r in rows if r["err"]["k"] == "invalid_json"}  # json_error reads all of it
+            for i in pc.indices_nonzero(pc.and_(picked, long)).to_pylist():  # a long line: one at a time, only
+                n, line = lines["line_no"][i].as_py(), lines["line"].slice(i, 1)  # as much as `redact_raw` reads
+                full[n] = (line if n in whole else pc.utf8_slice_codeunits(line, 0, cut))[0].as_py()
         out = []
         for r in rows:
             e, n = r["err"], r["line_no"]

@@ -83,7 +83,7 @@ def test_the_lane_gives_every_line_the_reason_the_checks_give(unit, rec):
     con = duckdb.connect()
     sql = jsonl_sql(opts, unit)
     plain = query(con, sql, _b=batch)
-    checked, over = shrink_large(batch, CAP, CAP)
+    checked, over = shrink_large(batch, CAP)
     lane = restore_over_cap(query(con, sql, _b=checked), over, check_order(opts, unit), unit, CAP)
     want = dict(zip(plain["line_no"].to_pylist(), plain["err"].to_pylist(), strict=True))
     got = dict(zip(lane["line_no"].to_pylist(), lane["err"].to_pylist(), strict=True))
