@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,11 @@ class DeepSpeedBackend:
         if norm is None:
             norm = local
         return float(norm) if norm is not None else float("nan")
+
+    def skip(self) -> None:
+        with warnings.catch_warnings():  # torch warns when the schedule moves before the optimizer's first step
+            warnings.simplefilter("ignore", UserWarning)
+            self.lr_scheduler.step()
 
     def lr(self) -> float:
         return float(self.engine.get_lr()[0])

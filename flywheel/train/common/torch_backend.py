@@ -6,6 +6,7 @@ from `flywheel.train.common.optim`, shared with the DeepSpeed backend, so both a
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,11 @@ class TorchBackend:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(norm)
+
+    def skip(self) -> None:
+        with warnings.catch_warnings():  # torch warns when the schedule moves before the optimizer's first step
+            warnings.simplefilter("ignore", UserWarning)
+            self.scheduler.step()
 
     def lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])

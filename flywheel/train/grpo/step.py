@@ -91,8 +91,9 @@ def update_policy(
 ) -> dict[str, float]:
     """One GRPO update on `batch` (gradient accumulation over micro-batches); returns loss stats."""
     rollouts = [r for g in batch.groups for r in g.rollouts]
-    if not rollouts:
-        return {"update/skipped": 1.0}
+    if not rollouts:  # every group flat: no update, but the step still counts toward the LR horizon
+        backend.skip()
+        return {"update/skipped": 1.0, "lr": backend.lr()}  # as after an update: the next step's lr
     rewards = torch.tensor([r.verdict.reward for r in rollouts], dtype=torch.float32)
     gids = torch.tensor([gi for gi, g in enumerate(batch.groups) for _ in g.rollouts])
     adv = grpo.ADVANTAGE_ESTIMATORS[cfg.advantage](rewards, gids)
