@@ -58,7 +58,7 @@ class _Scan:
         self.bs_run = 0  # backslashes at the end of the previous read
         self.depth = 0
         self.state = "before"  # before -> inside -> after
-        self.parts: list[bytes] = []  # the element in progress
+        self.acc: bytearray | None = None  # the element in progress, when it spans reads
         self.size = 0
         self.skipping = False
         self.index = 0  # elements started
@@ -80,25 +80,40 @@ class _Scan:
             j += 1
         return q[run % 2 == 0]
 
-    def _add(self, piece: bytes) -> None:
-        if self.skipping:
-            self.size += len(piece)
-            return
-        self.parts.append(piece)
+    def _add(self, piece: memoryview) -> None:
+        """Part of an element that spans reads, appended in place (a record of MiBs is copied once)."""
         self.size += len(piece)
+        if self.skipping or not piece:
+            return
+        if self.acc is None:
+            self.acc = bytearray(piece)
+        else:
+            self.acc += piece
         if self.size > self.cap:  # too big to keep: remember its start, drop the rest as it streams by
-            self.parts, self.skipping = [_head(self.parts)], True
+            del self.acc[HEAD_BYTES:]
+            self.skipping = True
 
-    def _end(self) -> tuple[int, bytes] | Skipped | None:
-        """The element in progress, finished (None for the nothing before `]` of `[]` or after `[1,`)."""
-        parts, size, skipping = self.parts, self.size, self.skipping
-        self.parts, self.size, self.skipping = [], 0, False
+    def _end(self, last: memoryview) -> tuple[int, bytes | bytearray] | Skipped | None:
+        """The element in progress, finished by `last` (None for the nothing before `]` of `[]` or after
+        `[1,`): an element within one read is its slice of it; one that spans reads, its buffer, stripped
+        in place."""
+        if self.acc is None and not self.skipping:  # the common case: the whole element is in this read
+            if len(last) > self.cap:
+                return too_large("record", self.index, len(last), self.cap, bytes(last[:HEAD_BYTES]))
+            text = bytes(last).strip(_WS)
+            return (self.index, text) if text else None
+        self._add(last)
+        acc, size, skipping = self.acc, self.size, self.skipping
+        self.acc, self.size, self.skipping = None, 0, False
         if skipping:
-            return too_large("record", self.index, size, self.cap, parts[0])
-        text = b"".join(parts).strip(_WS)
-        if not text:
-            return None
-        return self.index, text
+            return too_large("record", self.index, size, self.cap, bytes(acc))
+        lead = 0
+        while lead < len(acc) and acc[lead] in _WS:
+            lead += 1
+        del acc[:lead]  # (a bytearray drops its head and tail in place)
+        while acc and acc[-1] in _WS:
+            del acc[-1]
+        return (self.index, acc) if acc else None
 
     def feed(self, chunk: bytes) -> list[tuple[int, bytes] | Skipped]:
         """The elements that end in this read (in order), up to where the text stops being an array
@@ -117,7 +132,8 @@ class _Scan:
         self.depth += int(delta.sum())
         # the positions that open, split or close the array: `[` at depth 0, `,` and `]` at depth 1
         cuts = s[((before == 0) & (b[s] == 91)) | ((before == 1) & ((b[s] == 44) | (b[s] == 93)))]
-        start = 0
+        del b, s, quotes, delta, before  # the scan's arrays (a read's size, several times) before the records
+        view, start = memoryview(chunk), 0
         for pos in cuts.tolist():
             c = chunk[pos]
             if self.state == "before":
@@ -126,8 +142,7 @@ class _Scan:
                     return out
                 self.state, self.index = "inside", 1
             elif self.state == "inside":
-                self._add(chunk[start:pos])
-                done = self._end()
+                done = self._end(view[start:pos])
                 if done is not None:
                     out.append(done)
                 if c == 93:
@@ -138,10 +153,9 @@ class _Scan:
                 self.error = "text after the array's closing `]`"
                 return out
             start = pos + 1
-        rest = chunk[start:]
         if self.state == "inside":
-            self._add(rest)
-        elif rest.strip(_WS):
+            self._add(view[start:])
+        elif chunk[start:].strip(_WS):
             self.error = "text after the array's closing `]`" if self.state == "after" else "not a JSON array"
         return out
 
@@ -151,21 +165,11 @@ class _Scan:
             return []
         if self.state == "before":
             raise ValueError("not a JSON array")
-        head = _head(self.parts)
+        head = bytes(self.acc[:HEAD_BYTES]) if self.acc is not None else b""
         if not head.strip(_WS):
             return [Skipped(0, "unreadable_file", "the file ends before the JSON array closes", b"")]
         return [Skipped(self.index, "invalid_json", f"record {self.index}: truncated JSON: the file ends before "
                         "this record and the array close", head)]
-
-
-def _head(parts: list[bytes]) -> bytes:
-    """The first HEAD_BYTES of the parts, without joining them (a record at the cap is MiBs of them)."""
-    out = bytearray()
-    for p in parts:
-        out += p[: HEAD_BYTES - len(out)]
-        if len(out) >= HEAD_BYTES:
-            break
-    return bytes(out)
 
 
 def array_records(stream, max_record_bytes: int, read_bytes: int = READ_BYTES) -> Iterator[tuple[int, bytes] | Skipped]:

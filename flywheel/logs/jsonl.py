@@ -165,11 +165,14 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
     lone_cr = b"\r" in piece and piece.count(b"\r") != piece.count(b"\r\n")  # else a CRLF line keeps its CR
     try:
         whole = _utf8(piece)
-        split = pc.split_pattern_regex(whole, r"\r\n|\r|\n") if lone_cr else pc.split_pattern(whole, "\n")
-        arr = pc.list_flatten(split)
-        if piece.endswith((b"\n", b"\r")):
-            arr = arr.slice(0, len(arr) - 1)
-        line_no = np.arange(before + 1, before + 1 + len(arr), dtype=np.int64)
+        if not lone_cr and piece.count(b"\n") <= FEW_LINES:  # a long line's own chunk: its lines not copied
+            arr, line_no = _views(before, piece, whole)
+        else:
+            split = pc.split_pattern_regex(whole, r"\r\n|\r|\n") if lone_cr else pc.split_pattern(whole, "\n")
+            arr = pc.list_flatten(split)
+            if piece.endswith((b"\n", b"\r")):
+                arr = arr.slice(0, len(arr) - 1)
+            line_no = np.arange(before + 1, before + 1 + len(arr), dtype=np.int64)
     except pa.ArrowInvalid:  # not UTF-8: the slow path for this chunk only finds the bad lines
         raw_lines = re.split(rb"\r\n|\r|\n", piece) if lone_cr else piece.split(b"\n")
         if piece.endswith((b"\n", b"\r")):
@@ -188,6 +191,28 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
     batch = pa.Table.from_batches(batch.to_batches(max_chunksize=SCAN_CHUNK), schema=batch.schema)  # may be empty
     blank = pc.match_substring_regex(batch["line"], r"^\s*$")  # blank lines are not records
     return (batch.filter(pc.invert(blank)) if pc.any(blank).as_py() else batch), bad
+
+
+FEW_LINES = 16
+_NOT_BLANK = re.compile(rb"[^\t\n\f\r ]")  # what the blank-line filter's `\s` does not match
+"""A chunk of at most this many lines (a long line's chunk, `LONG_PIECE`) is split into views of its bytes."""
+
+
+def _views(before: int, piece: bytes, whole: pa.LargeStringArray) -> tuple[pa.ChunkedArray, np.ndarray]:
+    """The LF-ended lines of `piece` (its UTF-8 checked: `whole`) but blank ones, each a view of its bytes,
+    and their line numbers: splitting (or filtering) would copy them, and a long line is tens of MiB."""
+    data, bounds, nos, start, n = whole.buffers()[2], [], [], 0, before
+    while start < len(piece):
+        end = piece.find(b"\n", start)
+        end = len(piece) if end < 0 else end
+        n += 1
+        if _NOT_BLANK.search(piece, start, end):
+            bounds.append((start, end))
+            nos.append(n)
+        start = end + 1
+    arrays = [pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(np.array(b, dtype=np.int64)), data])
+              for b in bounds]
+    return pa.chunked_array(arrays, pa.large_string()), np.array(nos, dtype=np.int64)
 
 
 def _utf8(piece: bytes) -> pa.LargeStringArray:
@@ -252,6 +277,23 @@ def json_array_batches(src: SourceFile, batch_records: int, batch_bytes: int, ma
             raise error
 
 
+def _texts(raws: list[bytes | bytearray]) -> pa.ChunkedArray:
+    """The records as Arrow text, in order: runs of short ones copied together, each long one (`LONG_PIECE`)
+    a view of its own bytes. ArrowInvalid when one is not UTF-8."""
+    chunks, short = [], []
+    for raw in raws:
+        if len(raw) < LONG_PIECE:
+            short.append(raw)
+            continue
+        if short:
+            chunks.append(pa.array(short, pa.large_binary()).cast(pa.large_string()))
+            short = []
+        chunks.append(_utf8(raw))
+    if short or not chunks:
+        chunks.append(pa.array(short, pa.large_binary()).cast(pa.large_string()))
+    return pa.chunked_array(chunks, pa.large_string())
+
+
 def _head(src: SourceFile) -> bytes:
     """The file's first 4 KiB (decompressed), without a byte-order mark and leading blanks."""
     compression = "gzip" if src.path.lower().endswith(".gz") else None
@@ -267,12 +309,12 @@ def _table(nos: list[int], texts: list[str]) -> pa.Table:
     return pa.table({"line_no": pa.array(nos, pa.int64()), "line": pa.array(texts, pa.large_string())})
 
 
-def _decoded(recs: list[tuple[int, bytes]]) -> tuple[pa.Table, list[tuple[int, str, str, str]]]:
+def _decoded(recs: list[tuple[int, bytes | bytearray]]) -> tuple[pa.Table, list[tuple[int, str, str, str]]]:
     """Records as a (line_no, line) table; the ones that are not UTF-8 as quarantine entries. Their bytes
-    become Arrow text in one copy (Arrow checks the UTF-8); `recs` is emptied."""
+    become Arrow text in one copy, a long record's in none (Arrow checks the UTF-8); `recs` is emptied."""
     nos = [n for n, _ in recs]
     try:
-        text = pa.array([raw for _, raw in recs], pa.large_binary()).cast(pa.large_string())
+        text = _texts([raw for _, raw in recs])
     except pa.ArrowInvalid:  # not UTF-8: record by record, to find which
         text = None
     if text is not None:
@@ -285,7 +327,7 @@ def _decoded(recs: list[tuple[int, bytes]]) -> tuple[pa.Table, list[tuple[int, s
             texts.append(raw.decode("utf-8"))
             nos.append(n)
         except UnicodeDecodeError as e:
-            bad.append((n, "invalid_utf8", f"record {n}: invalid UTF-8 at byte {e.start} ({raw[e.start:e.start + 4]!r}); "
+            bad.append((n, "invalid_utf8", f"record {n}: invalid UTF-8 at byte {e.start} ({bytes(raw[e.start:e.start + 4])!r}); "
                         "re-encode the file as UTF-8", _text(raw)))
     recs.clear()
     t = _table(nos, texts)

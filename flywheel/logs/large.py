@@ -9,12 +9,17 @@ for the vector, so an 8 MiB record cost ~+180 MiB on its own (about 22x its size
 quarantined whatever else it holds: the only question is which reason comes first. A stand-in keeps every
 check before the size check as it was (keys, duplicates, types, empty strings, the start of a value a
 reason quotes), and every check after it is overruled by the size check the stand-in hid.
+
+The line is read as the bytes Arrow holds (not a Python string of it), and a long string value is
+measured there, escape by escape, and never decoded but for its first characters: the lane holds the
+rest of the line, parsed, and a few hundred bytes per long string.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from json.decoder import scanstring
 
@@ -24,7 +29,16 @@ import pyarrow.compute as pc
 from flywheel.logs.validate_sql import FIELDS
 
 _WS = " \t\n\r"
-_CTRL = re.compile(r"[\x00-\x1f]")
+_CTRL_B = re.compile(rb"[\x00-\x1f]")
+_QUOTE = re.compile(rb'"')
+_QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|(.))", re.S)
+_KEY_NEXT = re.compile(rb"[ \t\n\r]*:")
+_SHORT_ESCAPES = frozenset(map(ord, '"\\\b\f\n\r\t'))  # written back as two bytes; other controls as \u00XX
+_MARK = "\x00flywheel-large:"  # a long string's marker in the reduced line (as JSON: `_MARK_JSON`)
+_MARK_JSON = b"\\u0000flywheel-large:"
+_MARK_TEXT = _MARK_JSON.decode()
+_MARK_FOUND = re.compile(re.escape(_MARK_JSON))
 _DECODER = json.JSONDecoder()
 KEEP_CHARS = 200
 """How much of a large value its stand-in keeps: the reasons quote the first 80 characters of a value."""
@@ -32,9 +46,9 @@ SHRINK_MIN_BYTES = 4096
 """Values smaller than this are left as written: they cost the checks nothing worth saving."""
 
 
-class _Plain(str):
-    """The first characters of a long string value written without escapes, and its whole written size:
-    what the lane needs of it, without decoding (and holding) the rest."""
+class _Long(str):
+    """The first characters of a long string value and its written size (`json_size`): what the lane needs
+    of it, measured on the line's bytes without decoding the rest."""
 
     size: int
 
@@ -53,7 +67,7 @@ def json_size(v: object, floor: bool = False) -> int:
     and control characters escaped), without building the text. A float (or an integer past 64 bits,
     which DuckDB reads as one) may be written a few bytes apart: `floor` counts each as 1 byte, a lower
     bound of the size."""
-    if isinstance(v, _Plain):
+    if isinstance(v, _Long):
         return v.size
     if isinstance(v, str):
         n = len(v) if v.isascii() else len(v.encode("utf-8"))
@@ -106,17 +120,99 @@ def _ws(s: str, i: int) -> int:
     return i
 
 
-def _plain(line: str, start: int) -> tuple[_Plain, int] | None:
-    """The long string value at `start` of an ASCII line, when it holds no escape and no control character:
-    its written form is then its text as it stands (read without a copy of it)."""
-    if not (line.startswith('"', start) and line.isascii()):
+def _long_string(buf: memoryview, a: int, b: int) -> _Long | None:
+    """The string token `buf[a:b]` (its quotes included) as a `_Long`: its size as DuckDB writes it back
+    (escapes `\\/` and `\\uXXXX` written as the character, `"`, `\\` and control characters escaped) and
+    its first `KEEP_CHARS` characters, decoded; None when Python's parser and DuckDB's may read it apart
+    (a raw control character, an unknown escape, a lone surrogate): the line is then checked as written."""
+    if _CTRL_B.search(buf, a + 1, b - 1):
         return None
-    end = line.find('"', start + 1)
-    if end - start <= SHRINK_MIN_BYTES or line.find("\\", start + 1, end) >= 0 or _CTRL.search(line, start + 1, end):
+    size, cut, high_end = b - a, min(b - 1, a + 1 + 12 * KEEP_CHARS), -1  # 12 bytes: the longest character
+    for m in _ESCAPE.finditer(buf, a + 1, b - 1):
+        if m.start() < cut < m.end():  # the head is decoded up to an escape, not into one
+            cut = m.start()
+        hexa = m.group(1)
+        if hexa is None:
+            ch = m.group(2)
+            if ch == b"/":
+                size -= 1
+            elif ch not in b'"\\bfnrt':
+                return None
+            if high_end >= 0:
+                return None
+            continue
+        c = int(hexa, 16)
+        if 0xDC00 <= c < 0xE000:  # the low half of a pair: both halves are one 4-byte character
+            if high_end != m.start():
+                return None
+            size += 4 - 12
+            high_end = -1
+            continue
+        if high_end >= 0:
+            return None
+        if 0xD800 <= c < 0xDC00:
+            high_end = m.end()
+            continue
+        size += (2 if c in _SHORT_ESCAPES else 6 if c < 0x20 else len(chr(c).encode())) - 6
+    if high_end >= 0:
         return None
-    value = _Plain(line[start + 1:start + 1 + KEEP_CHARS])
-    value.size = end + 1 - start
-    return value, end + 1
+    while cut > a + 1 and buf[cut] & 0xC0 == 0x80:  # not into a UTF-8 character either
+        cut -= 1
+    head = scanstring(bytes(buf[a + 1:cut]).decode("utf-8") + '"', 0, True)[0][:KEEP_CHARS]
+    if head and 0xD800 <= ord(head[-1]) < 0xDC00:  # the cut fell inside a pair
+        head = head[:-1]
+    value = _Long(head)
+    value.size = size
+    return value
+
+
+def _reduced(buf: memoryview) -> tuple[str, list[_Long]] | None:
+    """The line as text with each long string token replaced by a short marker (`_MARK` and its index in the
+    list returned): the rest of the line is decoded and parsed as usual, the long strings only measured.
+    Only whole, valid string tokens are replaced, by string tokens, so the line parses as it did. None
+    when a long string cannot be measured, is a key, or the line already holds the marker."""
+    if _MARK_FOUND.search(buf):
+        return None
+    parts: list[str] = []
+    longs: list[_Long] = []
+    at = 0
+    for a, b in _strings(buf):
+        if b - a < SHRINK_MIN_BYTES:
+            continue
+        long = _long_string(buf, a, b)
+        if long is None or _KEY_NEXT.match(buf, b):
+            return None
+        parts += [str(buf[at:a], "utf-8"), f'"{_MARK_TEXT}{len(longs)}"']
+        longs.append(long)
+        at = b
+    parts.append(str(buf[at:], "utf-8"))
+    return "".join(parts), longs
+
+
+def _strings(buf: memoryview) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each string token of a JSON text, left to right (a quote outside a string always
+    opens one, so the tokens found are the text's). Found with a loop over its escapes, not one regular
+    expression: Python's keeps state for each repeat of a group (~200 MiB for a 7 MiB traceback)."""
+    at = 0
+    while (m := _QUOTE.search(buf, at)) is not None:
+        a = i = m.start()
+        while (e := _QUOTE_OR_ESCAPE.search(buf, i + 1)) is not None and buf[e.start()] == 0x5C:
+            i = e.start() + 1  # the escaped character is skipped
+        if e is None:
+            return  # unterminated: the line is not JSON, the checks say so
+        at = e.end()
+        yield a, at
+
+
+def _restored(v: object, longs: list[_Long]) -> object:
+    """`v` (a parsed value of the reduced line) with its markers back as the long strings they stand for."""
+    if isinstance(v, str):
+        return longs[int(v[len(_MARK):])] if v.startswith(_MARK) else v
+    if isinstance(v, list):
+        return [_restored(x, longs) for x in v]
+    if isinstance(v, dict):
+        return {k: _restored(x, longs) for k, x in v.items()}
+    return v
 
 
 def _members(line: str) -> list[tuple[str, int, int, object]] | None:
@@ -138,7 +234,7 @@ def _members(line: str) -> list[tuple[str, int, int, object]] | None:
             if not line.startswith(":", i):
                 return None
             start = _ws(line, i + 1)
-            value, end = _plain(line, start) or _DECODER.raw_decode(line, start)
+            value, end = _DECODER.raw_decode(line, start)
             out.append((key, start, end, value))
             i = _ws(line, end)
             if line.startswith(",", i):
@@ -151,13 +247,22 @@ def _members(line: str) -> list[tuple[str, int, int, object]] | None:
         return None
 
 
-def shrink_line(line: str, cap: int) -> tuple[str, list[OverCap]] | None:
-    """`line` with its large values replaced by stand-ins, and the fields over `cap`; None when no field
-    is surely over the cap (`json_size`'s lower bound), or the line is not a JSON object, or it holds a
-    value DuckDB may read otherwise (`_odd`): the line is then checked as written. A size a reason gives
-    counts a float as Python writes it: it may be a few bytes from DuckDB's."""
+def shrink_line(line: str | bytes | memoryview, cap: int) -> tuple[str, list[OverCap]] | None:
+    """`line` (its UTF-8 bytes, read in place) with its large values replaced by stand-ins, and the fields
+    over `cap`; None when no field is surely over the cap (`json_size`'s lower bound), or the line is not a
+    JSON object, or it holds a value DuckDB may read otherwise (`_odd`): the line is then checked as
+    written. A size a reason gives counts a float as Python writes it: it may be a few bytes from DuckDB's."""
+    reduced = _reduced(memoryview(line.encode("utf-8") if isinstance(line, str) else line))
+    if reduced is None:
+        return None
+    line, longs = reduced
     members = _members(line)
-    if not members or any(_odd(k) or _odd(v) for k, _, _, v in members):
+    if not members:
+        return None
+    marked = [line.find(_MARK_TEXT, start, end) >= 0 for _, start, end, _ in members]
+    members = [(k, start, end, _restored(v, longs) if has else v)
+               for (k, start, end, v), has in zip(members, marked, strict=True)]
+    if any(_odd(k) or _odd(v) for k, _, _, v in members):
         return None
     over: dict[str, int] = {}
     for k, _, _, v in members:
@@ -172,8 +277,8 @@ def shrink_line(line: str, cap: int) -> tuple[str, list[OverCap]] | None:
     if not over:
         return None
     parts, at = [], 0
-    for _, start, end, v in members:
-        if isinstance(v, (str, list, dict)) and end - start >= SHRINK_MIN_BYTES:
+    for (_, start, end, v), has in zip(members, marked, strict=True):
+        if isinstance(v, (str, list, dict)) and (has or end - start >= SHRINK_MIN_BYTES):
             parts += [line[at:start], json.dumps(_head(v, KEEP_CHARS), ensure_ascii=False)]
             at = end
     parts.append(line[at:])
@@ -211,7 +316,7 @@ def shrink_large(batch: pa.Table, cap: int) -> tuple[pa.Table, dict[int, list[Ov
     nos, texts = [], []
     for i in pc.indices_nonzero(long).to_pylist():  # one line at a time: never a copy of them all
         n = batch["line_no"][i].as_py()
-        out = shrink_line(batch["line"][i].as_py(), cap)
+        out = shrink_line(memoryview(batch["line"][i].as_buffer()), cap)  # its bytes in place
         if out is not None:
             nos.append(n)
             texts.append(out[0])

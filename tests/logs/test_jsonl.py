@@ -8,11 +8,12 @@ import gzip
 import json
 import tracemalloc
 
+import pyarrow as pa
 import pytest
 
 from flywheel.logs.ingest import ingest
 from flywheel.logs.json_array import Skipped
-from flywheel.logs.jsonl import jsonl_chunks
+from flywheel.logs.jsonl import FEW_LINES, chunk_lines, jsonl_chunks
 from flywheel.logs.options import IngestOptions
 from flywheel.logs.sources import list_sources
 
@@ -85,3 +86,18 @@ def test_lines_end_at_lf_crlf_or_a_lone_cr(eol, chunk, rec, tmp_path, wh):
     assert (r.lines_read, r.ingested, r.quarantined) == (3, 2, 1)
     assert wh.execute("SELECT source_line FROM quarantine").fetchall() == [(2,)]
     assert sorted(wh.execute("SELECT source_line FROM task_logs").fetchall()) == [(1,), (4,)]
+
+
+@pytest.mark.parametrize("tail", [b"\n", b"", b"\r\n"])
+def test_a_chunk_of_few_lines_is_split_into_views_of_its_bytes(tail):
+    """A long line's chunk is not copied to be split (it is tens of MiB): its lines point into it, and
+    they are the lines a split gives, blank ones dropped, a CRLF line keeping its CR as elsewhere."""
+    piece = bytearray(b'{"a": 1}\n\n  \n{"big": "' + b"x" * 100_000 + b'"}' + tail)
+    table, bad = chunk_lines(10, piece)
+    assert not bad and table["line_no"].to_pylist() == [11, 14]
+    lines = table["line"].to_pylist()
+    assert lines[0] == '{"a": 1}' and lines[1] == piece[piece.index(b'{"big"'):len(piece) - tail.endswith(b"\n")].decode()
+    data = pa.py_buffer(piece)
+    assert all(c.buffers()[2].address == data.address for c in table["line"].chunks)
+    many = b"".join(b'{"n": %d}\n' % i for i in range(FEW_LINES + 1))
+    assert chunk_lines(0, many)[0]["line_no"].to_pylist() == list(range(1, FEW_LINES + 2))

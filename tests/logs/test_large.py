@@ -31,6 +31,39 @@ def test_json_size_is_what_duckdb_writes(value):
     assert json_size(value) == n
 
 
+# string tokens as a file may write them: every escape JSON allows, raw multibyte text, a pair cut at the head
+_TOKENS = [
+    r"a\/b\u00e9\u0001\u000a\u0022\u005c\u2028\ud83d\ude00\t\\\"" * 400,
+    "é😀\\n" * 900,
+    "x" * 197 + r"\ud83d\ude00" * 1200,
+    r"\u0041" * 5000,
+]
+
+
+@pytest.mark.parametrize("token", _TOKENS)
+def test_a_long_string_is_measured_on_its_bytes_as_duckdb_writes_it(token):
+    """Its size is DuckDB's `strlen` of the value written back, and its stand-in the value's first 200
+    characters, though the lane never decodes the rest."""
+    line = '{"id": "' + token + '"}'
+    text, [over] = shrink_line(line.encode("utf-8"), CAP)
+    [(n,)] = duckdb.sql(f"SELECT strlen(json_extract({_lit(line)}, '$.id'))").fetchall()
+    assert over.field == "id" and over.size == n
+    whole = json.loads(line)["id"]
+    head = json.loads(text)["id"]
+    assert 199 <= len(head) <= 200 and whole.startswith(head)
+
+
+@pytest.mark.parametrize("token", [r"\ud800" + "x" * CAP, "x" * CAP + r"\udc00", "x" * CAP + r"\q", "x" * CAP + "\x01",
+                                   r"\ud83d\u0041" + "x" * CAP])
+def test_a_long_string_python_and_duckdb_may_read_apart_leaves_the_line_as_written(token):
+    assert shrink_line('{"id": "' + token + '"}', CAP) is None
+
+
+def test_a_long_key_or_a_line_holding_the_marker_is_left_as_written():
+    assert shrink_line('{"' + "k" * CAP + '": 1, "note": "' + BIG + '"}', CAP) is None
+    assert shrink_line('{"id": "\\u0000flywheel-large:0", "note": "' + BIG + '"}', CAP) is None
+
+
 def _lit(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
