@@ -81,17 +81,19 @@ class _Scan:
         return q[run % 2 == 0]
 
     def _add(self, piece: memoryview) -> None:
-        """Part of an element that spans reads, appended in place (a record of MiBs is copied once)."""
+        """Part of an element that spans reads, appended in place (a record of MiBs is copied once); past
+        the cap only its first HEAD_BYTES are kept and the rest is counted as it streams by."""
         self.size += len(piece)
         if self.skipping or not piece:
             return
         if self.acc is None:
-            self.acc = bytearray(piece)
-        else:
-            self.acc += piece
+            self.acc = bytearray()
         if self.size > self.cap:  # too big to keep: remember its start, drop the rest as it streams by
             del self.acc[HEAD_BYTES:]
+            self.acc += piece[:max(HEAD_BYTES - len(self.acc), 0)]
             self.skipping = True
+        else:
+            self.acc += piece
 
     def _end(self, last: memoryview) -> tuple[int, bytes | bytearray] | Skipped | None:
         """The element in progress, finished by `last` (None for the nothing before `]` of `[]` or after
