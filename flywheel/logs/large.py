@@ -31,7 +31,8 @@ from flywheel.logs.validate_sql import FIELDS
 _WS = " \t\n\r"
 _CTRL_B = re.compile(rb"[\x00-\x1f]")
 _QUOTE = re.compile(rb'"')
-_QUOTE_OR_ESCAPE = re.compile(rb'["\\]')
+_SIZED_ESCAPE = re.compile(rb'\\[^"\\bfnrt]')  # escapes written back otherwise: `\/`, `\uXXXX`, and invalid ones
+_HEX4 = re.compile(rb"[0-9a-fA-F]{4}")
 _ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|(.))", re.S)
 _KEY_NEXT = re.compile(rb"[ \t\n\r]*:")
 _SHORT_ESCAPES = frozenset(map(ord, '"\\\b\f\n\r\t'))  # written back as two bytes; other controls as \u00XX
@@ -120,50 +121,64 @@ def _ws(s: str, i: int) -> int:
     return i
 
 
+def _escaped(buf: memoryview, at: int, start: int) -> bool:
+    """Whether the byte at `at` follows an odd run of backslashes (the string's text begins at `start`)."""
+    k = at
+    while k > start and buf[k - 1] == 0x5C:
+        k -= 1
+    return (at - k) % 2 == 1
+
+
 def _long_string(buf: memoryview, a: int, b: int) -> _Long | None:
     """The string token `buf[a:b]` (its quotes included) as a `_Long`: its size as DuckDB writes it back
     (escapes `\\/` and `\\uXXXX` written as the character, `"`, `\\` and control characters escaped) and
     its first `KEEP_CHARS` characters, decoded; None when Python's parser and DuckDB's may read it apart
-    (a raw control character, an unknown escape, a lone surrogate): the line is then checked as written."""
+    (a raw control character, an unknown escape, a lone surrogate): the line is then checked as written.
+    Only the escapes that change the size are visited (the others are written back as they are)."""
     if _CTRL_B.search(buf, a + 1, b - 1):
         return None
-    size, cut, high_end = b - a, min(b - 1, a + 1 + 12 * KEEP_CHARS), -1  # 12 bytes: the longest character
-    for m in _ESCAPE.finditer(buf, a + 1, b - 1):
-        if m.start() < cut < m.end():  # the head is decoded up to an escape, not into one
-            cut = m.start()
-        hexa = m.group(1)
-        if hexa is None:
-            ch = m.group(2)
-            if ch == b"/":
-                size -= 1
-            elif ch not in b'"\\bfnrt':
-                return None
-            if high_end >= 0:
-                return None
+    size, high_end = b - a, -1
+    for m in _SIZED_ESCAPE.finditer(buf, a + 1, b - 1):
+        at = m.start()
+        if _escaped(buf, at, a + 1):  # the second backslash of an escaped one
             continue
-        c = int(hexa, 16)
-        if 0xDC00 <= c < 0xE000:  # the low half of a pair: both halves are one 4-byte character
-            if high_end != m.start():
-                return None
-            size += 4 - 12
-            high_end = -1
-            continue
-        if high_end >= 0:
+        if high_end >= 0 and at != high_end:  # a high surrogate not followed at once by its low half
             return None
-        if 0xD800 <= c < 0xDC00:
-            high_end = m.end()
+        if buf[at + 1] == 0x2F:  # `\/`
+            size -= 1
             continue
-        size += (2 if c in _SHORT_ESCAPES else 6 if c < 0x20 else len(chr(c).encode())) - 6
+        hexa = _HEX4.match(buf, at + 2, b - 1) if buf[at + 1] == 0x75 else None
+        if hexa is None:  # an escape JSON does not have
+            return None
+        c = int(hexa.group(), 16)
+        if 0xDC00 <= c < 0xE000:  # the low half of a pair: both halves are one 4-byte character
+            if high_end != at:
+                return None
+            size, high_end = size + 4 - 12, -1
+        elif 0xD800 <= c < 0xDC00:
+            high_end = at + 6
+        else:
+            size += (2 if c in _SHORT_ESCAPES else 6 if c < 0x20 else len(chr(c).encode())) - 6
     if high_end >= 0:
         return None
-    while cut > a + 1 and buf[cut] & 0xC0 == 0x80:  # not into a UTF-8 character either
-        cut -= 1
-    head = scanstring(bytes(buf[a + 1:cut]).decode("utf-8") + '"', 0, True)[0][:KEEP_CHARS]
-    if head and 0xD800 <= ord(head[-1]) < 0xDC00:  # the cut fell inside a pair
-        head = head[:-1]
-    value = _Long(head)
+    value = _Long(_head_text(buf, a, b))
     value.size = size
     return value
+
+
+def _head_text(buf: memoryview, a: int, b: int) -> str:
+    """The first `KEEP_CHARS` characters of the (valid) string token `buf[a:b]`, decoded from a window of
+    its bytes cut neither inside an escape nor inside a UTF-8 character (12 bytes: the longest character)."""
+    cut = min(b - 1, a + 1 + 12 * KEEP_CHARS)
+    for m in _ESCAPE.finditer(buf, a + 1, min(b - 1, cut + 12)):
+        if m.start() < cut < m.end():
+            cut = m.start()
+    while cut > a + 1 and buf[cut] & 0xC0 == 0x80:
+        cut -= 1
+    head = scanstring(str(buf[a + 1:cut], "utf-8") + '"', 0, True)[0][:KEEP_CHARS]
+    if head and 0xD800 <= ord(head[-1]) < 0xDC00:  # the cut fell inside a pair
+        head = head[:-1]
+    return head
 
 
 def _reduced(buf: memoryview) -> tuple[str, list[_Long]] | None:
@@ -191,13 +206,14 @@ def _reduced(buf: memoryview) -> tuple[str, list[_Long]] | None:
 
 def _strings(buf: memoryview) -> Iterator[tuple[int, int]]:
     """The (start, end) of each string token of a JSON text, left to right (a quote outside a string always
-    opens one, so the tokens found are the text's). Found with a loop over its escapes, not one regular
-    expression: Python's keeps state for each repeat of a group (~200 MiB for a 7 MiB traceback)."""
+    opens one, so the tokens found are the text's). Each ends at the first quote after it not escaped; the
+    quotes are found by a search, not one regular expression for the token: Python's keeps state for each
+    repeat of a group (~200 MiB for a 7 MiB traceback)."""
     at = 0
     while (m := _QUOTE.search(buf, at)) is not None:
         a = i = m.start()
-        while (e := _QUOTE_OR_ESCAPE.search(buf, i + 1)) is not None and buf[e.start()] == 0x5C:
-            i = e.start() + 1  # the escaped character is skipped
+        while (e := _QUOTE.search(buf, i + 1)) is not None and _escaped(buf, e.start(), a + 1):
+            i = e.start()
         if e is None:
             return  # unterminated: the line is not JSON, the checks say so
         at = e.end()

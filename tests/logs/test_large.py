@@ -37,6 +37,7 @@ _TOKENS = [
     "é😀\\n" * 900,
     "x" * 197 + r"\ud83d\ude00" * 1200,
     r"\u0041" * 5000,
+    json.dumps("C:\\Users\\u0041 \\/ \\\\\"q\\" * 600)[1:-1],  # escaped backslashes before u, /, " and the end
 ]
 
 
