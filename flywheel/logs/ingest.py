@@ -107,10 +107,8 @@ def ingest(
         loader = Loader(connection, opts, day, report, _caller(progress), pool)
         # Batch queries keep the file's row order: the same input gives the same files, and a batch's days
         # come in runs, written as zero-copy slices (interleaved, each day was copied out: ~4% more CPU and
-        # +330 MiB peak RSS per 1M rows, measured). DuckDB's allocator hands back what a batch's queries
-        # freed at once, not past 512 MiB of it: a 200 MiB JSON array peaked ~160 MiB lower (docs/ingest.md).
-        with session_settings(connection, preserve_insertion_order="true",
-                              allocator_bulk_deallocation_flush_threshold="'0MB'"):
+        # +330 MiB peak RSS per 1M rows, measured).
+        with session_settings(connection, preserve_insertion_order="true"):
             for src, refused in guard_sources(source, sources):
                 if refused:
                     loader.file_quarantine(src, refused)
