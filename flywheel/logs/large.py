@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from json.decoder import scanstring
@@ -36,10 +37,6 @@ _HEX4 = re.compile(rb"[0-9a-fA-F]{4}")
 _ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|(.))", re.S)
 _KEY_NEXT = re.compile(rb"[ \t\n\r]*:")
 _SHORT_ESCAPES = frozenset(map(ord, '"\\\b\f\n\r\t'))  # written back as two bytes; other controls as \u00XX
-_MARK = "\x00flywheel-large:"  # a long string's marker in the reduced line (as JSON: `_MARK_JSON`)
-_MARK_JSON = b"\\u0000flywheel-large:"
-_MARK_TEXT = _MARK_JSON.decode()
-_MARK_FOUND = re.compile(re.escape(_MARK_JSON))
 _DECODER = json.JSONDecoder()
 KEEP_CHARS = 200
 """How much of a large value its stand-in keeps: the reasons quote the first 80 characters of a value."""
@@ -181,13 +178,13 @@ def _head_text(buf: memoryview, a: int, b: int) -> str:
     return head
 
 
-def _reduced(buf: memoryview) -> tuple[str, list[_Long]] | None:
-    """The line as text with each long string token replaced by a short marker (`_MARK` and its index in the
-    list returned): the rest of the line is decoded and parsed as usual, the long strings only measured.
-    Only whole, valid string tokens are replaced, by string tokens, so the line parses as it did. None
-    when a long string cannot be measured, is a key, or the line already holds the marker."""
-    if _MARK_FOUND.search(buf):
-        return None
+def _reduced(buf: memoryview) -> tuple[str, str, list[_Long]] | None:
+    """The line as text with each long string token replaced by a short marker (a string no line holds: a
+    NUL and a fresh random tag, then the long string's index in the list returned), the marker's prefix,
+    and the long strings: the rest of the line is decoded and parsed as usual, the long strings only
+    measured. Only whole, valid string tokens are replaced, by string tokens, so the line parses as it did.
+    None when a long string cannot be measured or is a key."""
+    mark = f"\x00{secrets.token_hex(8)}:"
     parts: list[str] = []
     longs: list[_Long] = []
     at = 0
@@ -197,11 +194,11 @@ def _reduced(buf: memoryview) -> tuple[str, list[_Long]] | None:
         long = _long_string(buf, a, b)
         if long is None or _KEY_NEXT.match(buf, b):
             return None
-        parts += [str(buf[at:a], "utf-8"), f'"{_MARK_TEXT}{len(longs)}"']
+        parts += [str(buf[at:a], "utf-8"), json.dumps(f"{mark}{len(longs)}")]
         longs.append(long)
         at = b
     parts.append(str(buf[at:], "utf-8"))
-    return "".join(parts), longs
+    return "".join(parts), mark, longs
 
 
 def _strings(buf: memoryview) -> Iterator[tuple[int, int]]:
@@ -220,14 +217,14 @@ def _strings(buf: memoryview) -> Iterator[tuple[int, int]]:
         yield a, at
 
 
-def _restored(v: object, longs: list[_Long]) -> object:
+def _restored(v: object, mark: str, longs: list[_Long]) -> object:
     """`v` (a parsed value of the reduced line) with its markers back as the long strings they stand for."""
     if isinstance(v, str):
-        return longs[int(v[len(_MARK):])] if v.startswith(_MARK) else v
+        return longs[int(v[len(mark):])] if v.startswith(mark) else v
     if isinstance(v, list):
-        return [_restored(x, longs) for x in v]
+        return [_restored(x, mark, longs) for x in v]
     if isinstance(v, dict):
-        return {k: _restored(x, longs) for k, x in v.items()}
+        return {k: _restored(x, mark, longs) for k, x in v.items()}
     return v
 
 
@@ -271,12 +268,13 @@ def shrink_line(line: str | bytes | memoryview, cap: int) -> tuple[str, list[Ove
     reduced = _reduced(memoryview(line.encode("utf-8") if isinstance(line, str) else line))
     if reduced is None:
         return None
-    line, longs = reduced
+    line, mark, longs = reduced
     members = _members(line)
     if not members:
         return None
-    marked = [line.find(_MARK_TEXT, start, end) >= 0 for _, start, end, _ in members]
-    members = [(k, start, end, _restored(v, longs) if has else v)
+    written = json.dumps(mark)[1:-1]  # as the reduced line holds it
+    marked = [line.find(written, start, end) >= 0 for _, start, end, _ in members]
+    members = [(k, start, end, _restored(v, mark, longs) if has else v)
                for (k, start, end, v), has in zip(members, marked, strict=True)]
     if any(_odd(k) or _odd(v) for k, _, _, v in members):
         return None

@@ -60,9 +60,10 @@ def test_a_long_string_python_and_duckdb_may_read_apart_leaves_the_line_as_writt
     assert shrink_line('{"id": "' + token + '"}', CAP) is None
 
 
-def test_a_long_key_or_a_line_holding_the_marker_is_left_as_written():
+def test_a_long_key_is_left_as_written_and_a_value_like_a_marker_is_kept():
     assert shrink_line('{"' + "k" * CAP + '": 1, "note": "' + BIG + '"}', CAP) is None
-    assert shrink_line('{"id": "\\u0000flywheel-large:0", "note": "' + BIG + '"}', CAP) is None
+    text, over = shrink_line('{"id": "\\u0000\\u0066lywheel:0", "note": "' + BIG + '"}', CAP)
+    assert json.loads(text) == {"id": "\x00flywheel:0", "note": BIG[:200]} and [o.field for o in over] == ["extra"]
 
 
 def _lit(s: str) -> str:
