@@ -194,8 +194,8 @@ def chunk_lines(before: int, piece: bytes) -> tuple[pa.Table, list[tuple[int, st
 
 
 FEW_LINES = 16
-_NOT_BLANK = re.compile(rb"[^\t\n\f\r ]")  # what the blank-line filter's `\s` does not match
 """A chunk of at most this many lines (a long line's chunk, `LONG_PIECE`) is split into views of its bytes."""
+_NOT_BLANK = re.compile(rb"[^\t\n\f\r ]")  # what the blank-line filter's `\s` does not match
 
 
 def _views(before: int, piece: bytes, whole: pa.LargeStringArray) -> tuple[pa.ChunkedArray, np.ndarray]:

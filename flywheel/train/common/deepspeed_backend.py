@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import socket
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -127,9 +126,7 @@ class DeepSpeedBackend:
         return float(norm) if norm is not None else float("nan")
 
     def skip(self) -> None:
-        with warnings.catch_warnings():  # torch warns when the schedule moves before the optimizer's first step
-            warnings.simplefilter("ignore", UserWarning)
-            self.lr_scheduler.step()
+        self.lr_scheduler.skip()
 
     def lr(self) -> float:
         return float(self.engine.get_lr()[0])

@@ -7,6 +7,8 @@ torch and DeepSpeed backends apply identical math to RFT, GRPO and the base-mode
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from flywheel.train.common.schedule import LRSchedule, OptimSpec
@@ -20,6 +22,13 @@ class ScheduledLR(torch.optim.lr_scheduler.LambdaLR):
 
     def get_lr(self) -> list[float]:  # type: ignore[override]
         return [sched.lr(base, self.last_epoch) for sched, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+    def skip(self) -> None:
+        """Advance one step without an optimizer update (a step with nothing to learn from still counts
+        toward the horizon the schedule decays over); torch's warning about that order is expected here."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            self.step()
 
 
 def make_optimizer(model: torch.nn.Module, spec: OptimSpec) -> torch.optim.Optimizer:

@@ -6,7 +6,6 @@ from `flywheel.train.common.optim`, shared with the DeepSpeed backend, so both a
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +67,7 @@ class TorchBackend:
         return float(norm)
 
     def skip(self) -> None:
-        with warnings.catch_warnings():  # torch warns when the schedule moves before the optimizer's first step
-            warnings.simplefilter("ignore", UserWarning)
-            self.scheduler.step()
+        self.scheduler.skip()
 
     def lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])
