@@ -33,8 +33,9 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $@
 
+# FLYWHEEL_ARGS: flags for that turn, e.g. make flywheel FLYWHEEL_ARGS='--seed 1 --json'.
 flywheel: setup
-	$(BIN)/flywheel turn
+	$(BIN)/flywheel turn $(FLYWHEEL_ARGS)
 
 test: setup
 	bash scripts/with_services.sh $(BIN)/python -m pytest -q

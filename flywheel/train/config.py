@@ -103,7 +103,7 @@ class TrainConfig:
     patience: int = option(3, "Stop after this many dev scores in a row without a new best (0 = never stop early).", ge=0)
     # scheduler
     domain_weights: dict[str, float] = option(
-        {"math": 0.9, "code": 0.05, "agent": 0.05},
+        {"math": 0.8, "code": 0.1, "agent": 0.1},
         "Sampling weight of each domain (normalized); a small share of code and agent keeps them from being "
         "forgotten while math is pushed. A key may also be a glob over the installed environments' domains "
         "(rg.*) or family:NAME: its weight is split evenly over the domains it matches.", ge=0)

@@ -20,7 +20,7 @@ def test_config_converts_to_the_library_config():
     cfg = RlvrConfig(steps=3, lr=1e-3, backend="deepspeed").to_lib({"backend": "torch", "zero_stage": 2, "device": "cpu"})
     assert cfg.steps == 3 and cfg.lr == 1e-3 and cfg.backend == "deepspeed" and cfg.zero_stage == 2
     # the defaults are the measured tiny-model recipe
-    assert cfg.domain_weights == {"math": 0.9, "code": 0.05, "agent": 0.05}
+    assert cfg.domain_weights == {"math": 0.8, "code": 0.1, "agent": 0.1}
     assert (cfg.lr_schedule, cfg.advantage, cfg.max_refill_rounds) == ("cosine", "dr_grpo", 1)
 
 

@@ -30,7 +30,7 @@ def test_patterns_expand_to_domains() -> None:
         expand_weights({"rg.nope": 1.0})
     with pytest.raises(ValueError, match="'family:poetry' matches no installed domain"):
         GRPOConfig(domain_weights={"family:poetry": 1.0})
-    assert GRPOConfig().domain_weights == {"math": 0.9, "code": 0.05, "agent": 0.05}  # the default is unchanged
+    assert GRPOConfig().domain_weights == {"math": 0.8, "code": 0.1, "agent": 0.1}  # the default is unchanged
 
 
 def test_one_batch_mixes_more_than_20_domains() -> None:

@@ -34,7 +34,7 @@ def test_defaults_are_the_measured_tiny_model_recipe():
     cfg = TrainConfig()
     assert (cfg.steps, cfg.lr, cfg.lr_schedule, cfg.advantage) == (120, 2e-4, "cosine", "dr_grpo")
     assert (cfg.max_refill_rounds, cfg.micro_batch_size, cfg.max_new_tokens) == (1, 32, 80)
-    assert cfg.domain_weights == {"math": 0.9, "code": 0.05, "agent": 0.05}
+    assert cfg.domain_weights == {"math": 0.8, "code": 0.1, "agent": 0.1}
 
 
 def test_rft_task_counts_take_globs_and_families_with_explicit_domains_winning():
