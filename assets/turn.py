@@ -28,8 +28,9 @@ from flywheel_dagster.assets.turn_config import TurnConfig
 TURN_SIZES: dict[str, dict[str, Any]] = {"verifiers": {"max_tasks": 300}}
 """A turn on the embedded defaults is sized for one laptop: verifiers for 300 pool tasks, split across domains
 by the run's domain weights (math 240, code 30, agent 30 at 0.8/0.1/0.1), which is every math task of a
-3000-record day's pool (161 math tasks there). Measured on 2 shared cores (load average 6): 138 s built fresh
-(code ~2.4 s a task, math and agent ~0.3 s), 14 s on the next turn (the verdict cache). Scheduled runs use the assets' own defaults;
+3000-record day's pool (161 math tasks there). Measured at the earlier split 270/15/15 on 2 shared cores
+(load average 6): 138 s built fresh (code ~2.4 s a task, math and agent ~0.3 s; the 15 more code tasks of
+today's split add ~36 s), 14 s on the next turn (the verdict cache). Scheduled runs use the assets' own defaults;
 `--set verifiers.max_tasks=0` validates the whole pool."""
 
 
