@@ -39,7 +39,7 @@ class RftConfig:
         "samples. Keys may be globs (rg.*) or family:NAME, each matched domain getting the count. agent was 0 "
         "while the base solved ~2% of its tasks (tiny-v1/v2: nothing to keep); a base taught the worked plan "
         "(tiny-v3) passes enough of them for RFT to learn from. One example per distinct correct trajectory "
-        "makes the agent share of a round about its task count: at 600 (~590 of ~2,200 examples) three turns' "
+        "makes the agent share of a round about its task count: at 600 (408-424 of ~2,100 examples) three turns' "
         "champions gained +0.6 to +1.6 points of production agent, noise on every traffic seed; at 1200 "
         "(~1,165 of ~2,800), where the mined share no longer displaces half the replay, champions gained +6.6 "
         "points of production agent on traffic seeds 0 and 1, each interval above 0, and 3 of 3 turns promoted "
